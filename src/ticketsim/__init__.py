@@ -1,0 +1,1 @@
+"""ticketsim: learn similarity between short queries and long historical tickets, retrieve solutions."""

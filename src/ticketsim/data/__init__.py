@@ -1,0 +1,1 @@
+"""Data intake: every source becomes the same three validated tables (see tables.py)."""

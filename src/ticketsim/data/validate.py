@@ -1,0 +1,144 @@
+"""Every check of bad input, in one place: each source and every later intake hands its raw tables here.
+
+Raw tables carry an `origin` column ("file:line") per record, so each problem names the file, the record
+and what is wrong. All problems are collected and raised together; anything deliberately skipped
+(identical duplicate pairs) or tolerated (one empty text component) is counted in the IntakeReport.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from ticketsim.data.tables import (
+    LABELS, PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, SPLITS, TICKET_FIELDS, TICKET_SCHEMA, Corpus, conform, stable_split,
+)
+
+MAX_LISTED = 50
+ORIGIN = "origin"
+
+
+class DataError(ValueError):
+    """Bad input. Lists every problem found, each as 'file:line: record: what is wrong'."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        listed = "\n  ".join(problems[:MAX_LISTED])
+        more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
+        super().__init__(f"{len(problems)} problem(s) in the input; nothing was written:\n  {listed}{more}")
+
+
+@dataclass
+class IntakeReport:
+    """What came in, what was tolerated and what was skipped, as counts a person can read."""
+
+    counts: Counter = field(default_factory=Counter)
+
+    def add(self, key: str, n: int = 1) -> None:
+        if n:
+            self.counts[key] += n
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+
+def parse_label(value: object) -> int | None:
+    """YES/REL/NO or 5/3/1 (any case, surrounding blanks allowed) -> 5/3/1; None when unknown."""
+    text = str(value).strip().upper() if value is not None else ""
+    if text in LABELS:
+        return LABELS[text]
+    return int(text) if text in {str(v) for v in LABELS.values()} else None
+
+
+def require_columns(columns: list[str], required: tuple[str, ...], file: str | Path) -> None:
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise DataError([f"{file}: missing column(s) {missing}; found {columns}"])
+
+
+def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame,
+             split_fractions: dict[str, float], report: IntakeReport) -> Corpus:
+    """Check raw tables (with `origin` columns) and return the clean Corpus, or raise DataError with every problem."""
+    problems: list[str] = []
+    tickets = _check_records(tickets, "ticket_id", TICKET_FIELDS, "tickets", problems, report)
+    queries = _check_records(queries, "query_id", QUERY_FIELDS, "queries", problems, report)
+    pairs = _check_pairs(pairs, set(tickets["ticket_id"]), set(queries["query_id"]), split_fractions, problems, report)
+    if problems:
+        raise DataError(problems)
+    report.add("tickets", tickets.height)
+    report.add("queries", queries.height)
+    for (split, label), n in Counter(zip(pairs["split"], pairs["label"])).items():
+        report.add(f"pairs {split} label={label}", n)
+    report.add("queries without labelled pairs", queries.height - pairs["query_id"].n_unique())
+    return Corpus(conform(tickets, TICKET_SCHEMA), conform(queries, QUERY_SCHEMA), conform(pairs, PAIR_SCHEMA))
+
+
+def _check_records(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...], table: str,
+                   problems: list[str], report: IntakeReport) -> pl.DataFrame:
+    frame = frame.with_columns(pl.col(id_column).cast(pl.String).str.strip_chars(),
+                               *(pl.col(f).cast(pl.String).fill_null("") for f in fields))
+    first_seen: dict[str, str] = {}
+    for row in frame.iter_rows(named=True):
+        record, origin = row[id_column], row[ORIGIN]
+        if not record:
+            problems.append(f"{origin}: {table} record has an empty {id_column}")
+            continue
+        if record in first_seen:
+            problems.append(f"{origin}: {id_column} {record!r} is a duplicate (first at {first_seen[record]})")
+        first_seen.setdefault(record, origin)
+        empty = [f for f in fields if not row[f].strip()]
+        if len(empty) == len(fields):
+            problems.append(f"{origin}: {id_column} {record!r}: every text field is empty ({', '.join(fields)})")
+        for f in empty if len(empty) < len(fields) else ():
+            report.add(f"{table} with empty {f}")
+    return frame
+
+
+def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str], split_fractions: dict[str, float],
+                 problems: list[str], report: IntakeReport) -> pl.DataFrame:
+    rows, seen, split_of = [], {}, {}
+    for row in pairs.iter_rows(named=True):
+        origin = row[ORIGIN]
+        query_id, ticket_id = str(row["query_id"] or "").strip(), str(row["ticket_id"] or "").strip()
+        where = f"{origin}: pair ({query_id}, {ticket_id})"
+        label = parse_label(row["label"])
+        split = row.get("split") or None
+        rank = str(row.get("source_rank") or "").strip()
+        ok = True
+        if query_id not in query_ids:
+            problems.append(f"{where}: unknown query_id {query_id!r}")
+            ok = False
+        if ticket_id not in ticket_ids:
+            problems.append(f"{where}: unknown ticket_id {ticket_id!r}")
+            ok = False
+        if label is None:
+            problems.append(f"{where}: unknown label {row['label']!r}; expected one of {list(LABELS)} or {list(LABELS.values())}")
+            ok = False
+        if split is not None and split not in SPLITS:
+            problems.append(f"{where}: unknown split {split!r}; expected one of {list(SPLITS)}")
+            ok = False
+        if rank and not rank.isdigit():
+            problems.append(f"{where}: source_rank {rank!r} is not a whole number")
+            ok = False
+        if not ok:
+            continue
+        if split is None:
+            split = stable_split(query_id, split_fractions)
+            report.add("pairs given a split by query-id hash")
+        key = (query_id, ticket_id)
+        if key in seen:
+            first_origin, first_label = seen[key]
+            if first_label != label:
+                problems.append(f"{where}: label {label} contradicts label {first_label} at {first_origin}")
+            else:
+                report.add("identical duplicate pairs skipped")
+            continue
+        if split_of.setdefault(query_id, (split, origin))[0] != split:
+            problems.append(f"{where}: query is in split {split!r} here but {split_of[query_id][0]!r} at {split_of[query_id][1]}")
+            continue
+        seen[key] = (origin, label)
+        rows.append({"query_id": query_id, "ticket_id": ticket_id, "label": label, "split": split,
+                     "source_rank": int(rank) if rank else None, ORIGIN: origin})
+    return pl.DataFrame(rows, schema={**PAIR_SCHEMA, ORIGIN: pl.String}) if rows else pl.DataFrame(schema=PAIR_SCHEMA)

@@ -1,0 +1,72 @@
+"""The measures every model is scored with: similarity of predicted to gold scores, and ranking of tickets per query."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import ir_measures
+import numpy as np
+import polars as pl
+from ir_measures import AP, RR, Qrel, ScoredDoc, Success
+from scipy import stats
+
+# label >= RELEVANT is relevant: YES and REL, as SemEval counts PerfectMatch and Relevant.
+RELEVANT = 3
+
+
+def similarity(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Pearson and Spearman correlation and mean squared error; a correlation with constant input is nan."""
+    predicted = np.asarray(predicted, dtype=float).ravel()
+    gold = np.asarray(gold, dtype=float).ravel()
+    if predicted.shape != gold.shape:
+        raise ValueError(f"predicted has {predicted.size} values, gold has {gold.size}")
+    mse = float(np.mean((predicted - gold) ** 2)) if predicted.size else math.nan
+    # Checked here rather than left to scipy, which warns on every constant input.
+    if predicted.size < 2 or np.ptp(predicted) == 0 or np.ptp(gold) == 0:
+        return {"pearson": math.nan, "spearman": math.nan, "mse": mse}
+    return {
+        "pearson": float(stats.pearsonr(predicted, gold).statistic),
+        "spearman": float(stats.spearmanr(predicted, gold).statistic),
+        "mse": mse,
+    }
+
+
+def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> dict[str, float]:
+    """MAP, MRR and accuracy (success) at each cutoff, as "map@k", "mrr@k", "acc@k".
+
+    `run` has query_id, ticket_id, score (higher is better); `qrels` has query_id, ticket_id, label.
+    The mean is over every query of `qrels`: one with no relevant ticket, or absent from `run`, scores 0.
+    Run rows of queries not in `qrels` are ignored. Equal scores are ordered by ticket_id ascending.
+    AP@k divides by all relevant tickets of the query (trec_eval's map_cut), which equals the SemEval
+    scorer's rule (divide by the relevant found in the top k) when a query has at most k candidates.
+    """
+    cutoffs = sorted(set(cutoffs))
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValueError(f"cutoffs must be positive, got {cutoffs}")
+    qrels = qrels.select(pl.col("query_id", "ticket_id").cast(pl.String), pl.col("label").cast(pl.Int64))
+    queries = qrels["query_id"].unique()
+    if queries.is_empty():
+        raise ValueError("qrels has no queries")
+    # Providers break ties their own way (trec_eval: docno descending, so AP and RR@k disagreed);
+    # strictly decreasing scores impose ticket_id ascending on all of them.
+    run = (
+        run.select(pl.col("query_id", "ticket_id").cast(pl.String), pl.col("score").cast(pl.Float64))
+        .filter(pl.col("query_id").is_in(queries.implode()))
+        .sort(["query_id", "score", "ticket_id"], descending=[False, True, False])
+        .with_columns(score=-pl.int_range(pl.len()).over("query_id").cast(pl.Float64))
+    )
+    names = {}
+    for k in cutoffs:
+        names |= {AP(rel=RELEVANT) @ k: f"map@{k}", RR(rel=RELEVANT) @ k: f"mrr@{k}", Success(rel=RELEVANT) @ k: f"acc@{k}"}
+    totals = dict.fromkeys(names.values(), 0.0)
+    if not run.is_empty():
+        # The default pipeline, not the pytrec_eval provider alone: that one has no RR@k and returns uncut RR.
+        metrics = ir_measures.iter_calc(
+            list(names),
+            [Qrel(*row) for row in qrels.iter_rows()],
+            [ScoredDoc(*row) for row in run.iter_rows()],
+        )
+        # Summed here and divided by every qrels query, whatever queries the providers report.
+        for metric in metrics:
+            totals[names[metric.measure]] += metric.value
+    return {name: total / len(queries) for name, total in totals.items()}

