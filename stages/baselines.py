@@ -36,7 +36,7 @@ def main() -> None:
         reports.mkdir(parents=True, exist_ok=True)
         for split in sorted({s for by_split in results.values() for s in by_split}):
             (reports / f"{split}.md").write_text(markdown_table(results, split))
-            bar_plot(results, split, plots / f"{split}.png")
+            bar_plot(results, split, plots / f"{split}.png", f"{args.dataset}: baselines on the {split} split")
         log_metrics(results)
         log_artifacts(args.metrics, reports, plots)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from ticketsim.data.tables import Corpus
-from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, require_columns, validate
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, require_columns, validate
 
 REQUIRED = {
     "tickets": ("ticket_id", "subject", "description", "solution"),
@@ -31,19 +31,9 @@ def table_file(directory: Path, table: str) -> Path:
     return found[0]
 
 
-def read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise DataError([f"{path}:{line}: bytes that are not UTF-8 ({data[error.start:error.end]!r} at byte {error.start});"
-                         " re-export the file as UTF-8"]) from None
-
-
 def read_table(path: Path, table: str) -> pl.DataFrame:
     """All columns as strings, plus `origin` = 'file:line' of each record."""
-    text = read_text(path)
+    text = read_utf8(path)
     columns = REQUIRED[table] + OPTIONAL[table]
     records = read_jsonl(text, path, REQUIRED[table]) if path.suffix == ".jsonl" else read_csv(text, path, REQUIRED[table])
     return pl.DataFrame(
@@ -53,18 +43,25 @@ def read_table(path: Path, table: str) -> pl.DataFrame:
 
 
 def read_csv(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    require_columns(list(reader.fieldnames or []), required, path)
-    records, start = [], reader.line_num + 1
-    for record in reader:
-        records.append({**record, ORIGIN: f"{path}:{start}"})
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    require_columns(header, required, path)
+    records, problems, start = [], [], reader.line_num + 1
+    for row in reader:
+        if row and len(row) != len(header):
+            problems.append(f"{path}:{start}: {len(row)} fields where the header has {len(header)}; quote fields that contain commas")
+        elif row:  # csv gives [] for a blank line
+            records.append({**dict(zip(header, row)), ORIGIN: f"{path}:{start}"})
         start = reader.line_num + 1
+    if problems:
+        raise DataError(problems)
     return records
 
 
 def read_jsonl(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
     records, problems = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on newlines only: JSON strings may hold U+2028 and other characters str.splitlines breaks at.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -86,7 +83,14 @@ def read_corpus(directory: str | Path, split_fractions: dict[str, float], report
     directory = Path(directory)
     if not directory.is_dir():
         raise DataError([f"{directory}: no such folder; it should hold tickets, queries and pairs as .csv or .jsonl"])
-    tables = {table: read_table(table_file(directory, table), table) for table in REQUIRED}
+    tables, problems = {}, []
+    for table in REQUIRED:  # read every file before failing, so all their problems are reported together
+        try:
+            tables[table] = read_table(table_file(directory, table), table)
+        except DataError as error:
+            problems += error.problems
+    if problems:
+        raise DataError(problems)
     return validate(tables["tickets"], tables["queries"], tables["pairs"], split_fractions, report)
 
 

@@ -7,6 +7,7 @@ Each original question is repeated once per related question: the repeats are me
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -14,11 +15,19 @@ from lxml import etree
 
 from ticketsim.config import DatasetConfig
 from ticketsim.data.tables import Corpus
-from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, validate
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, validate
 
 RELEVANCE = {"PerfectMatch": "YES", "Relevant": "REL", "Irrelevant": "NO"}
 # A .relevancy gold file only says true/false: PerfectMatch and Relevant are no longer told apart.
 GOLD = {"true": "REL", "false": "NO"}
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A .relevancy file: (ORGQ_ID, RELQ_ID) -> (label, 'file:line')."""
+
+    path: Path
+    labels: dict[tuple[str, str], tuple[str, str]]
 
 
 def read_corpus(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
@@ -37,7 +46,7 @@ def read_corpus(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
     return validate(*frames, split_fractions={}, report=report)
 
 
-def read_xml(path: Path, split: str, gold: dict[tuple[str, str], str] | None, report: IntakeReport):
+def read_xml(path: Path, split: str, gold: Gold | None, report: IntakeReport):
     """Rows of tickets, queries and pairs of one XML file, each with its origin 'file:line'."""
     root = parse(path)
     tickets, queries, pairs, problems = [], [], [], []
@@ -67,18 +76,19 @@ def read_xml(path: Path, split: str, gold: dict[tuple[str, str], str] | None, re
         pairs.append({"query_id": query_id, "ticket_id": ticket_id, "label": label, "split": split,
                       "source_rank": related.get("RELQ_RANKING_ORDER"), ORIGIN: f"{path}:{related.sourceline}"})
     if gold is not None:
-        unmatched = sorted(set(gold) - {(p["query_id"], p["ticket_id"]) for p in pairs})
-        problems += [f"gold file: pair {q} {t} has no OrgQuestion/RelQuestion in {path}" for q, t in unmatched]
+        unmatched = sorted(set(gold.labels) - {(p["query_id"], p["ticket_id"]) for p in pairs})
+        problems += [f"{gold.labels[key][1]}: pair {key[0]} {key[1]} has no OrgQuestion/RelQuestion in {path}" for key in unmatched]
     if problems:
         raise DataError(problems)
     return tickets, queries, pairs
 
 
-def relevance(related, query_id: str, ticket_id: str, gold, origin: str, problems: list[str]) -> str | None:
+def relevance(related, query_id: str, ticket_id: str, gold: Gold | None, origin: str, problems: list[str]) -> str | None:
     if gold is not None:
-        if (query_id, ticket_id) not in gold:
-            problems.append(f"{origin}: pair {query_id} {ticket_id} has no line in the gold file")
-        return gold.get((query_id, ticket_id))
+        if (query_id, ticket_id) not in gold.labels:
+            problems.append(f"{origin}: pair {query_id} {ticket_id} has no line in the gold file {gold.path}")
+            return None
+        return gold.labels[(query_id, ticket_id)][0]
     value = related.get("RELQ_RELEVANCE2ORGQ")
     if value not in RELEVANCE:
         problems.append(f"{origin}: RelQuestion {ticket_id}: RELQ_RELEVANCE2ORGQ={value!r}, expected one of "
@@ -86,22 +96,24 @@ def relevance(related, query_id: str, ticket_id: str, gold, origin: str, problem
     return RELEVANCE.get(value)
 
 
-def read_gold(path: Path) -> dict[tuple[str, str], str]:
+def read_gold(path: Path) -> Gold:
     """The official `.relevancy` format: 'ORGQ_ID RELQ_ID rank score true|false' per line."""
-    gold, problems = {}, []
     if not path.is_file():
         raise DataError([f"{path}: gold file not found"])
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        fields = line.split()
+    labels, problems = {}, []
+    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
+        fields, origin = line.split(), f"{path}:{number}"
         if not fields:
             continue
         if len(fields) != 5 or fields[4] not in GOLD:
-            problems.append(f"{path}:{number}: expected 'ORGQ_ID RELQ_ID rank score true|false', got {line!r}")
+            problems.append(f"{origin}: expected 'ORGQ_ID RELQ_ID rank score true|false', got {line!r}")
             continue
-        gold[(fields[0], fields[1])] = GOLD[fields[4]]
+        key, label = (fields[0], fields[1]), GOLD[fields[4]]
+        if labels.setdefault(key, (label, origin))[0] != label:
+            problems.append(f"{origin}: pair {key[0]} {key[1]} is {fields[4]} here but not at {labels[key][1]}")
     if problems:
         raise DataError(problems)
-    return gold
+    return Gold(path, labels)
 
 
 def parse(path: Path) -> etree._Element:

@@ -52,6 +52,17 @@ def parse_label(value: object) -> int | None:
     return int(text) if text in {str(v) for v in LABELS.values()} else None
 
 
+def read_utf8(path: Path) -> str:
+    """The text of a file, or a DataError naming the line of the first bytes that are not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DataError([f"{path}:{line}: bytes that are not UTF-8 ({data[error.start:error.end]!r} at byte {error.start});"
+                         " re-export the file as UTF-8"]) from None
+
+
 def require_columns(columns: list[str], required: tuple[str, ...], file: str | Path) -> None:
     missing = [c for c in required if c not in columns]
     if missing:
@@ -127,6 +138,9 @@ def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str],
         if split is None:
             split = stable_split(query_id, split_fractions)
             report.add("pairs given a split by query-id hash")
+        if split_of.setdefault(query_id, (split, origin))[0] != split:
+            problems.append(f"{where}: query is in split {split!r} here but {split_of[query_id][0]!r} at {split_of[query_id][1]}")
+            continue
         key = (query_id, ticket_id)
         if key in seen:
             first_origin, first_label = seen[key]
@@ -134,9 +148,6 @@ def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str],
                 problems.append(f"{where}: label {label} contradicts label {first_label} at {first_origin}")
             else:
                 report.add("identical duplicate pairs skipped")
-            continue
-        if split_of.setdefault(query_id, (split, origin))[0] != split:
-            problems.append(f"{where}: query is in split {split!r} here but {split_of[query_id][0]!r} at {split_of[query_id][1]}")
             continue
         seen[key] = (origin, label)
         rows.append({"query_id": query_id, "ticket_id": ticket_id, "label": label, "split": split,

@@ -1,13 +1,16 @@
-"""Unsupervised baselines that need no training: the source's own candidate order, and BM25."""
+"""Unsupervised baselines that need no training: the source's own order, BM25, and one cached channel on one level pair."""
 from __future__ import annotations
 
 import bm25s
 import numpy as np
 import polars as pl
+import torch
 
+from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import BM25Config
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.text.tokenize import Tokens
 
 
@@ -29,3 +32,15 @@ def source_order_scores(pairs: pl.DataFrame) -> np.ndarray | None:
     if pairs["source_rank"].null_count():
         return None
     return -pairs["source_rank"].to_numpy().astype(np.float64)
+
+
+def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> ScoreMatrix:
+    """Table 5's unsupervised rows: one channel, one level pair ('sub+desc-sub+desc+sol'), g = exp(-d).
+
+    The matrix holds -d, which orders and calibrates exactly as g does but does not underflow to 0
+    when long texts are far apart.
+    """
+    cfg = MetricConfig(channels={vectors.channel: 1.0}, levels={level: 1.0}, distance=kind)
+    as_tensors = lambda side: {vectors.channel: {c: torch.from_numpy(v).double() for c, v in side.items()}}  # noqa: E731
+    values = -distance(as_tensors(vectors.queries), as_tensors(vectors.tickets), cfg, pool=True)
+    return ScoreMatrix(vectors.query_ids, vectors.ticket_ids, values.numpy())

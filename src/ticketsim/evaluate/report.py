@@ -29,7 +29,7 @@ def format_value(measure: str, value: float | None) -> str:
     return f"{value:.3f}" if measure in ("pearson", "spearman", "mse") else f"{100 * value:.2f}"
 
 
-def bar_plot(results: Results, split: str, path: str | Path,
+def bar_plot(results: Results, split: str, path: str | Path, title: str,
              bars: tuple[tuple[str, str], ...] = (("rerank", "map"), ("retrieve", "map@10"), ("retrieve", "acc@10"))) -> None:
     methods = list(results)
     fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(methods) * len(bars) / 2, 3.5))
@@ -39,7 +39,7 @@ def bar_plot(results: Results, split: str, path: str | Path,
         ax.bar([x + i * width for x in range(len(methods))], values, width, label=f"{protocol} {measure}")
     ax.set_xticks([x + width * (len(bars) - 1) / 2 for x in range(len(methods))], methods)
     ax.set_ylim(0, 1)
-    ax.set_title(f"{split} split")
+    ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)

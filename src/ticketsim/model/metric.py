@@ -1,0 +1,58 @@
+"""The Replicated Siamese similarity g = exp(-sum_pq V_pq sum_c W_c d(x_p^c, x_q^c)), as one pure function.
+
+p ranges over query components, q over ticket components, c over channels (h, E, T, ...); d is the L1
+distance of the paper (or cosine distance, for comparison). Every row of Table 5 is this function with
+other channels, weights W and level pairs V: unsupervised baselines, trained models and re-scoring alike.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+Vectors = Mapping[str, Mapping[str, torch.Tensor]]  # channel -> component -> (n, dim)
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    """W: channel -> weight; V: 'query_component-ticket_component' -> weight (e.g. 'sub-desc': .2)."""
+
+    channels: Mapping[str, float]
+    levels: Mapping[str, float]
+    distance: Literal["l1", "cosine"] = "l1"
+
+    def level_pairs(self) -> list[tuple[str, str, float]]:
+        return [(*key.split("-"), weight) for key, weight in self.levels.items() if weight]
+
+
+def paired_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
+    """d(a_i, b_i) for each row i."""
+    if kind == "l1":
+        return (a - b).abs().sum(-1)
+    return 1 - F.cosine_similarity(a, b, dim=-1)
+
+
+def cross_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
+    """d(a_i, b_j) for every i, j."""
+    if kind == "l1":
+        return torch.cdist(a, b, p=1)
+    return 1 - F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
+
+
+def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False) -> torch.Tensor:
+    """Weighted distance of paired rows (n,), or with pool=True of every query to every ticket (n_q, n_t)."""
+    measure = cross_distance if pool else paired_distance
+    total = 0.0
+    for p, q, level_weight in cfg.level_pairs():
+        for channel, channel_weight in cfg.channels.items():
+            if channel_weight:
+                total = total + level_weight * channel_weight * measure(queries[channel][p], tickets[channel][q], cfg.distance)
+    return total
+
+
+def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False) -> torch.Tensor:
+    """g in (0, 1]: 1 for identical representations."""
+    return torch.exp(-distance(queries, tickets, cfg, pool))
