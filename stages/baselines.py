@@ -1,12 +1,10 @@
 """Stage baselines: BM25 (and the source's own candidate order, where it ships one), evaluated with both protocols."""
 import argparse
-import json
-from pathlib import Path
 
 from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.baselines import bm25_matrix, source_order_scores
-from ticketsim.evaluate.report import bar_plot, markdown_table
+from ticketsim.evaluate.report import write_results
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_artifacts, log_metrics, stage_run
@@ -30,15 +28,9 @@ def main() -> None:
         source_order = source_order_scores(pairs)
         if source_order is not None:
             results["source_order"] = evaluate_method(pairs, source_order, None, params.evaluation)
-        Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.metrics).write_text(json.dumps(results, indent=2) + "\n")
-        reports, plots = Path(args.reports), Path(args.plots)
-        reports.mkdir(parents=True, exist_ok=True)
-        for split in sorted({s for by_split in results.values() for s in by_split}):
-            (reports / f"{split}.md").write_text(markdown_table(results, split))
-            bar_plot(results, split, plots / f"{split}.png", f"{args.dataset}: baselines on the {split} split")
+        write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: baselines")
         log_metrics(results)
-        log_artifacts(args.metrics, reports, plots)
+        log_artifacts(args.metrics, args.reports, args.plots)
 
 
 if __name__ == "__main__":

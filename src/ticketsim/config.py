@@ -71,6 +71,14 @@ class BM25Config:
 
 
 @dataclass(frozen=True)
+class ChannelRows:
+    """Unsupervised Table 5 rows of one channel: row number -> level pair 'query_component-ticket_component'."""
+
+    levels: dict[str, str]
+    distances: tuple[Literal["l1", "cosine"], ...] = ("l1",)
+
+
+@dataclass(frozen=True)
 class Params:
     seed: int
     datasets: dict[str, DatasetConfig]
@@ -79,6 +87,7 @@ class Params:
     text: TextConfig = TextConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     bm25: BM25Config = BM25Config()
+    rows: dict[str, ChannelRows] = field(default_factory=dict)
 
     def dataset(self, name: str) -> DatasetConfig:
         if name not in self.datasets:

@@ -13,7 +13,16 @@ from pathlib import Path
 import polars as pl
 
 from ticketsim.data.tables import (
-    LABELS, PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, SPLITS, TICKET_FIELDS, TICKET_SCHEMA, Corpus, conform, stable_split,
+    LABELS,
+    PAIR_SCHEMA,
+    QUERY_FIELDS,
+    QUERY_SCHEMA,
+    SPLITS,
+    TICKET_FIELDS,
+    TICKET_SCHEMA,
+    Corpus,
+    conform,
+    stable_split,
 )
 
 MAX_LISTED = 50

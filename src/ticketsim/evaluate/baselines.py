@@ -7,9 +7,10 @@ import polars as pl
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import BM25Config
+from ticketsim.config import BM25Config, EvaluationConfig
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.text.tokenize import Tokens
 
@@ -44,3 +45,17 @@ def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> Sco
     as_tensors = lambda side: {vectors.channel: {c: torch.from_numpy(v).double() for c, v in side.items()}}  # noqa: E731
     values = -distance(as_tensors(vectors.queries), as_tensors(vectors.tickets), cfg, pool=True)
     return ScoreMatrix(vectors.query_ids, vectors.ticket_ids, values.numpy())
+
+
+def channel_rows(pairs: pl.DataFrame, vectors: ChannelVectors, rows: dict[str, str], distances: tuple[str, ...],
+                 cfg: EvaluationConfig) -> dict:
+    """Every unsupervised row of one channel (row number -> level pair), under each distance, evaluated.
+
+    Method names read like 'E#11 sub-sub l1'.
+    """
+    results = {}
+    for row, level in rows.items():
+        for kind in distances:
+            matrix = channel_matrix(vectors, level, kind)
+            results[f"{vectors.channel}#{row} {level} {kind}"] = evaluate_method(pairs, matrix.pair_scores(pairs), matrix, cfg)
+    return results

@@ -1,6 +1,7 @@
 """Results for people: a Markdown table and a bar plot (PNG, so DVC and MLflow show it offline)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -45,3 +46,14 @@ def bar_plot(results: Results, split: str, path: str | Path, title: str,
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def write_results(results: Results, metrics: str | Path, reports: str | Path, plots: str | Path, title: str) -> None:
+    """The metrics JSON (for `dvc metrics`), a Markdown table and a bar plot per evaluated split."""
+    metrics, reports, plots = Path(metrics), Path(reports), Path(plots)
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    metrics.write_text(json.dumps(results, indent=2) + "\n")
+    reports.mkdir(parents=True, exist_ok=True)
+    for split in sorted({s for by_split in results.values() for s in by_split}):
+        (reports / f"{split}.md").write_text(markdown_table(results, split))
+        bar_plot(results, split, plots / f"{split}.png", f"{title}, {split} split")
