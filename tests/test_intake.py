@@ -4,7 +4,6 @@ Tiny CSV/JSONL folders and SemEval-format XML snippets are built in tmp_path; th
 are read in place from ../shared beside the repo (skipped when absent).
 """
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -16,7 +15,8 @@ from ticketsim.data.tables import stable_split
 from ticketsim.data.validate import DataError, IntakeReport
 
 FRACTIONS = {"train": 0.7, "dev": 0.3}
-TICKETS = "ticket_id,subject,description,solution\nT1,Printer,Printer jams,Clear the tray\nT2,VPN,VPN drops,Reinstall\nT3,Mail,No mail,Check quota\n"
+TICKETS = ("ticket_id,subject,description,solution\n"
+           "T1,Printer,Printer jams,Clear the tray\nT2,VPN,VPN drops,Reinstall\nT3,Mail,No mail,Check quota\n")
 QUERIES = "query_id,subject,description\nQ1,printer,my printer jams\nQ2,vpn,vpn keeps dropping\n"
 PAIRS = "query_id,ticket_id,label,split\nQ1,T1,YES,train\nQ1,T2,NO,train\nQ2,T2,REL,dev\n"
 
@@ -333,23 +333,20 @@ def test_read_dataset_csv_source(tmp_path):
 
 # ---------------------------------------------------------------- 12. SemEval-2016 Task 3, real files
 
-SEMEVAL = Path(__file__).resolve().parents[2] / "shared/data/semeval2016-task3"
 TRAIN2, DEV = "SemEval2016-Task3-CQA-QL-train-part2.xml", "SemEval2016-Task3-CQA-QL-dev.xml"
 
 
 @pytest.fixture(scope="module")
-def real():
-    if not all((SEMEVAL / f).is_file() for f in (TRAIN2, DEV)):
-        pytest.skip(f"SemEval-2016 Task 3 files not found in {SEMEVAL} (shared data beside the repo)")
+def real(semeval_dir):
     report = IntakeReport()
-    cfg = DatasetConfig(name="semeval", source="semeval2016", raw=str(SEMEVAL), train=(TRAIN2,), dev=DEV)
+    cfg = DatasetConfig(name="semeval", source="semeval2016", raw=str(semeval_dir), train=(TRAIN2,), dev=DEV)
     return sources.read_dataset(cfg, report), report
 
 
 def test_semeval_real_counts(real):
     corpus, report = real
     assert (corpus.tickets.height, corpus.queries.height, corpus.pairs.height) == (1170, 117, 1170)
-    got = {(s, int(l)): n for s, l, n in corpus.pairs.group_by("split", "label").len().iter_rows()}
+    got = {(split, int(label)): n for split, label, n in corpus.pairs.group_by("split", "label").len().iter_rows()}
     assert got == {("train", 5): 54, ("train", 3): 242, ("train", 1): 374, ("dev", 5): 59, ("dev", 3): 155, ("dev", 1): 286}
     per_split = corpus.pairs.group_by("split").agg(pl.col("query_id").n_unique(), pl.len())
     assert dict(per_split.select("split", "query_id").iter_rows()) == {"train": 67, "dev": 50}
@@ -360,21 +357,21 @@ def test_semeval_real_counts(real):
     assert corpus.pairs["source_rank"].null_count() == 0
 
 
-def test_semeval_real_empty_bodies_counted(real):
+def test_semeval_real_empty_bodies_counted(real, semeval_dir):
     corpus, report = real
     empty = corpus.tickets.filter(pl.col("description").str.strip_chars() == "").height
     assert empty > 0 and report.counts["tickets with empty description"] == empty
-    expected = sum(1 for f in (TRAIN2, DEV) for rq in etree.parse(str(SEMEVAL / f)).iter("RelQuestion")
+    expected = sum(1 for f in (TRAIN2, DEV) for rq in etree.parse(str(semeval_dir / f)).iter("RelQuestion")
                    if not (rq.findtext("RelQBody") or "").strip())
     assert empty == expected == 31
 
 
-def test_semeval_real_solution_is_the_comments_in_order(real):
+def test_semeval_real_solution_is_the_comments_in_order(real, semeval_dir):
     corpus, _ = real
     solution = corpus.tickets.filter(pl.col("ticket_id") == "Q268_R4")["solution"].item()
     assert solution.startswith("Commercial bank/IBQ\nThe best bank in Qatar for you would be the one")
     threads = {rq.get("RELQ_ID"): [(c.text or "").strip() for c in rq.getparent().iterfind("RelComment/RelCText")]
-               for f in (TRAIN2, DEV) for rq in etree.parse(str(SEMEVAL / f)).iter("RelQuestion")}
+               for f in (TRAIN2, DEV) for rq in etree.parse(str(semeval_dir / f)).iter("RelQuestion")}
     got = dict(corpus.tickets.select("ticket_id", "solution").iter_rows())
     assert got == {t: "\n".join(c for c in comments if c) for t, comments in threads.items()}
     assert all(len(comments) == 10 for comments in threads.values())
@@ -422,8 +419,10 @@ def test_semeval_snippet_reads(tmp_path):
     assert corpus.tickets["solution"].to_list() == ["First.\nSecond.", "a\nb", "First.\nSecond."]
 
 
-RELQ_WITHOUT_ID = '<RelQuestion RELQ_RANKING_ORDER="1" RELQ_RELEVANCE2ORGQ="Relevant"><RelQSubject>s</RelQSubject><RelQBody>b</RelQBody></RelQuestion>'
-RELQ_WITHOUT_BODY = '<RelQuestion RELQ_ID="Q2_R1" RELQ_RANKING_ORDER="1" RELQ_RELEVANCE2ORGQ="Relevant"><RelQSubject>s</RelQSubject></RelQuestion>'
+RELQ_WITHOUT_ID = ('<RelQuestion RELQ_RANKING_ORDER="1" RELQ_RELEVANCE2ORGQ="Relevant">'
+                   '<RelQSubject>s</RelQSubject><RelQBody>b</RelQBody></RelQuestion>')
+RELQ_WITHOUT_BODY = ('<RelQuestion RELQ_ID="Q2_R1" RELQ_RANKING_ORDER="1" RELQ_RELEVANCE2ORGQ="Relevant">'
+                     '<RelQSubject>s</RelQSubject></RelQuestion>')
 
 
 @pytest.mark.parametrize("bad, record, missing", [

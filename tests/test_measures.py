@@ -79,7 +79,6 @@ def test_similarity():
     predicted = np.array([0.1, 0.4, 0.35, 0.8, 0.6])
     gold = np.array([1.0, 3.0, 5.0, 5.0, 3.0]) + np.array([0, 0, 0.1, 0.2, 0.3])  # distinct, so ranks are plain
     got = similarity(predicted, gold)
-    ranks = lambda x: np.argsort(np.argsort(x)).astype(float)
     assert got["pearson"] == pytest.approx(np.corrcoef(predicted, gold)[0, 1])
     assert got["spearman"] == pytest.approx(np.corrcoef(ranks(predicted), ranks(gold))[0, 1])
     assert got["mse"] == pytest.approx(np.mean((predicted - gold) ** 2))
@@ -168,3 +167,7 @@ def test_retrieve_ranks_whole_pool():
     assert got["mrr@5"] == pytest.approx((1 / 2 + 1 / 5) / 2)
     assert got["map@5"] == pytest.approx((1 / 2 + 1 / 5) / 2)
     assert got["acc@5"] == 1.0
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(x)).astype(float)

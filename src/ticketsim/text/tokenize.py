@@ -101,7 +101,8 @@ class Tokens:
 
 def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> Tokens:
     def tokenize_table(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...]) -> pl.DataFrame:
-        rows = tqdm(frame.iter_rows(named=True), total=frame.height, desc=f"tokenize {frame.height} {id_column.removesuffix('_id')} records", unit="doc")
+        what = id_column.removesuffix("_id")
+        rows = tqdm(frame.iter_rows(named=True), total=frame.height, desc=f"tokenize {what} records", unit="doc")
         token_rows = [{id_column: row[id_column], **{f: tokenizer(row[f]) for f in fields}} for row in rows]
         return pl.DataFrame(token_rows, schema={id_column: pl.String, **{f: pl.List(pl.String) for f in fields}})
 

@@ -1,0 +1,56 @@
+"""End to end: `dvc repro` on a copy of the repo with a small synthetic corpus, then metrics and MLflow runs."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    done = subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """The tracked files of the repo (no outputs, no lock: as in a fresh clone) with small params."""
+    root = tmp_path_factory.mktemp("clone")
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if (REPO / name).is_file() and not name.startswith(("data/", "metrics/", "plots/", "reports/")) and name != "dvc.lock":
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
+    params["datasets"] = {"default": params["datasets"]["default"]}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return root
+
+
+def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
+    run("dvc", "repro", cwd=workspace)
+    metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=workspace))
+    flat = json.dumps(metrics)
+    assert "metrics/default/baselines.json" in flat and "bm25" in flat
+    baselines = json.loads((workspace / "metrics/default/baselines.json").read_text())
+    assert 0 < baselines["bm25"]["dev"]["rerank"]["map"] <= 1
+    assert set(baselines["bm25"]["test"]["retrieve"]) >= {"map@1", "mrr@5", "acc@10"}
+    assert (workspace / "plots/default/baselines/dev.png").stat().st_size > 0
+    assert "up to date" in run("dvc", "repro", cwd=workspace).lower()  # nothing reruns
+
+    client = mlflow.MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("ticketsim").experiment_id])
+    stages = {r.data.tags["stage"] for r in runs if r.info.status == "FINISHED"}
+    assert {"generate", "prepare", "tokenize", "baselines"} <= stages
+    assert (workspace / "mlartifacts").is_dir()
