@@ -31,6 +31,6 @@ def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreM
         if matrix is not None:
             result["retrieve"] = retrieve(matrix, part, cfg.cutoffs)
         if calibrator is not None:
-            result["similarity"] = similarity(calibrator.predict(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
+            result["similarity"] = similarity(calibrator(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
         results[split] = result
     return results

@@ -27,6 +27,12 @@ class MetricConfig:
     def level_pairs(self) -> list[tuple[str, str, float]]:
         return [(*key.split("-"), weight) for key, weight in self.levels.items() if weight]
 
+    def needs(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """(query side, ticket side): channel -> the components the weighted levels read."""
+        channels = [c for c, w in self.channels.items() if w]
+        pairs = self.level_pairs()
+        return ({c: {p for p, _, _ in pairs} for c in channels}, {c: {q for _, q, _ in pairs} for c in channels})
+
 
 def paired_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
     """d(a_i, b_i) for each row i."""

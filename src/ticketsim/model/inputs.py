@@ -1,0 +1,72 @@
+"""Model inputs: every query and ticket as padded token ids per component plus its cached channel vectors."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import torch
+
+from ticketsim.channels.cache import ChannelVectors, component_tokens
+from ticketsim.model.siamese import Side, Texts
+
+PAD = 0
+
+
+def vocabulary_index(words: Sequence[str]) -> dict[str, int]:
+    """word -> row of the embedding table; row 0 is padding."""
+    return {word: i for i, word in enumerate(words, start=1)}
+
+
+def padded(token_lists: list[list[str]], index: Mapping[str, int], max_tokens: int) -> Texts:
+    """Ids of the first max_tokens known words of each text, right-padded."""
+    ids = [[index[w] for w in tokens if w in index][:max_tokens] for tokens in token_lists]
+    lengths = torch.tensor([len(x) for x in ids], dtype=torch.long)
+    table = torch.full((len(ids), max([1, *map(len, ids)])), PAD, dtype=torch.long)
+    for row, x in enumerate(ids):
+        table[row, : len(x)] = torch.tensor(x, dtype=torch.long)
+    return Texts(table, lengths)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One side (queries or tickets): row i is ids[i]; texts[component] and cached[channel][component] share the rows."""
+
+    ids: tuple[str, ...]
+    texts: dict[str, Texts]
+    cached: dict[str, dict[str, torch.Tensor]]
+
+    def take(self, rows: torch.Tensor, needs: Mapping[str, set[str]]) -> Side:
+        """The rows' inputs for the channels and components the metric needs (channel -> components)."""
+        side: dict[str, dict[str, object]] = {}
+        for channel, components in needs.items():
+            if channel == "h":
+                side["h"] = {c: self.trimmed(self.texts[c], rows) for c in components}
+            else:
+                side[channel] = {c: self.cached[channel][c][rows] for c in components}
+        return side
+
+    @staticmethod
+    def trimmed(texts: Texts, rows: torch.Tensor) -> Texts:
+        lengths = texts.lengths[rows]
+        return Texts(texts.ids[rows, : max(1, int(lengths.max()))], lengths)
+
+    def row(self, ids: Sequence[str]) -> torch.Tensor:
+        position = {x: i for i, x in enumerate(self.ids)}
+        return torch.tensor([position[x] for x in ids], dtype=torch.long)
+
+
+def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], index: Mapping[str, int],
+                max_tokens: int, channels: Sequence[ChannelVectors], side: str) -> Encoded:
+    """`side` is 'queries' or 'tickets': which half of each ChannelVectors to take (rows aligned by id)."""
+    ids = tuple(frame[id_column])
+    texts = {c: padded(component_tokens(frame, c), index, max_tokens) for c in components}
+    cached = {}
+    for vectors in channels:
+        cache_ids = vectors.query_ids if side == "queries" else vectors.ticket_ids
+        position = {x: i for i, x in enumerate(cache_ids)}
+        order = np.array([position[x] for x in ids]) if cache_ids != ids else slice(None)
+        arrays = vectors.queries if side == "queries" else vectors.tickets
+        cached[vectors.channel] = {c: torch.from_numpy(np.asarray(a[order], dtype=np.float32)) for c, a in arrays.items()}
+    return Encoded(ids, texts, cached)

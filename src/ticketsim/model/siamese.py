@@ -1,0 +1,65 @@
+"""The Replicated Siamese LSTM: one LSTM shared by every text branch gives channel h; the metric mixes h, E and T."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from ticketsim.model.metric import MetricConfig, similarity
+
+
+@dataclass(frozen=True)
+class SiameseConfig:
+    vocab_size: int
+    word_dim: int = 300            # the word2vec part of each input vector
+    char_dim: int = 50             # the char-BLSTM part
+    hidden: int = 50
+    dropout: float = 0.2
+    finetune: Literal["none", "char", "all"] = "none"   # which parts of the word vectors train with the model
+
+
+@dataclass(frozen=True)
+class Texts:
+    """Padded token ids (n, length) and true lengths (n,) of one component for a batch of texts."""
+
+    ids: torch.Tensor
+    lengths: torch.Tensor
+
+
+Side = Mapping[str, Mapping[str, object]]  # channel -> component -> Texts (channel h) or (n, dim) tensor (E, T, ...)
+
+
+class SiameseLSTM(nn.Module):
+    def __init__(self, cfg: SiameseConfig, word_vectors: torch.Tensor | None = None):
+        super().__init__()
+        self.cfg = cfg
+        # Row 0 is padding; word_vectors (vocab_size, word_dim + char_dim) initialise both parts.
+        self.word = nn.Embedding(cfg.vocab_size, cfg.word_dim, padding_idx=0)
+        self.char = nn.Embedding(cfg.vocab_size, cfg.char_dim, padding_idx=0)
+        if word_vectors is not None:
+            assert word_vectors.shape == (cfg.vocab_size, cfg.word_dim + cfg.char_dim), word_vectors.shape
+            self.word.weight.data.copy_(word_vectors[:, : cfg.word_dim])
+            self.char.weight.data.copy_(word_vectors[:, cfg.word_dim :])
+        self.word.weight.requires_grad_(cfg.finetune == "all")
+        self.char.weight.requires_grad_(cfg.finetune in ("char", "all"))
+        self.drop = nn.Dropout(cfg.dropout)
+        self.lstm = nn.LSTM(cfg.word_dim + cfg.char_dim, cfg.hidden, batch_first=True)
+
+    def encode(self, texts: Texts) -> torch.Tensor:
+        """Channel h: the last hidden state of the shared LSTM, (n, hidden). An empty text reads one padding step."""
+        x = self.drop(torch.cat([self.word(texts.ids), self.char(texts.ids)], dim=-1))
+        packed = pack_padded_sequence(x, texts.lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)
+        return self.drop(h[-1])
+
+    def channels(self, side: Side) -> dict[str, Mapping[str, torch.Tensor]]:
+        """Every channel of one side as vectors: h computed here, cached channels passed through."""
+        return {c: ({k: self.encode(t) for k, t in comps.items()} if c == "h" else comps) for c, comps in side.items()}
+
+    def forward(self, queries: Side, tickets: Side, metric: MetricConfig, pool: bool = False) -> torch.Tensor:
+        """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True."""
+        return similarity(self.channels(queries), self.channels(tickets), metric, pool)

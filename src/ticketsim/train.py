@@ -1,0 +1,93 @@
+"""One trainer for every pair-scoring model: MSE to rescaled labels, Adadelta, clipping, early stopping, resumable checkpoints."""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+from tqdm import tqdm
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1.0              # Adadelta's own scale; 1.0 is its usual setting
+    rho: float = 0.95
+    clip: float = 1.0            # gradient-norm clipping
+    patience: int = 5            # epochs without a better dev loss before stopping
+    seed: int = 13
+
+
+@dataclass
+class History:
+    train_loss: list[float] = field(default_factory=list)
+    dev_loss: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+
+    @property
+    def best_dev_loss(self) -> float:
+        return self.dev_loss[self.best_epoch] if self.best_epoch >= 0 else float("inf")
+
+
+def rescale(labels: torch.Tensor) -> torch.Tensor:
+    """Labels 1..5 -> targets 0..1 for a score g in (0, 1]."""
+    return (labels.float() - 1) / 4
+
+
+def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targets: torch.Tensor,
+        train_rows: torch.Tensor, dev_rows: torch.Tensor, cfg: TrainConfig, checkpoint: Path | None = None,
+        meta: dict | None = None, on_epoch: Callable[[int, float, float], None] | None = None) -> History:
+    """Train `model` so that predict(rows) approaches targets[rows]; leaves the best-dev-loss weights loaded.
+
+    With a checkpoint path, every epoch is saved there and a later call resumes from it: weights, optimizer,
+    RNG state and history come back, so an interrupted run ends where an uninterrupted one would.
+    `meta` (plain data, e.g. the model config) is stored in every checkpoint beside the weights.
+    """
+    torch.manual_seed(cfg.seed)
+    optimizer = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, rho=cfg.rho)
+    history, best_state, start = History(), copy.deepcopy(model.state_dict()), 0
+    if checkpoint is not None and checkpoint.exists():
+        saved = torch.load(checkpoint, weights_only=True)
+        model.load_state_dict(saved["state_dict"])
+        optimizer.load_state_dict(saved["optimizer"])
+        history, best_state, start = History(**saved["history"]), saved["best_state_dict"], saved["epoch"] + 1
+        torch.set_rng_state(saved["rng"])
+    for epoch in (bar := tqdm(range(start, cfg.epochs), desc="train", unit="epoch", initial=start, total=cfg.epochs)):
+        if history.best_epoch >= 0 and epoch - history.best_epoch > cfg.patience:
+            break
+        model.train()
+        order = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(cfg.seed + epoch))]
+        total = 0.0
+        for batch in order.split(cfg.batch_size):
+            loss = nn.functional.mse_loss(predict(batch), targets[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            optimizer.step()
+            total += loss.item() * len(batch)
+        history.train_loss.append(total / len(train_rows))
+        history.dev_loss.append(evaluate_loss(model, predict, targets, dev_rows, cfg.batch_size))
+        if history.dev_loss[-1] < history.best_dev_loss:
+            history.best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
+        bar.set_postfix(train=f"{history.train_loss[-1]:.4f}", dev=f"{history.dev_loss[-1]:.4f}")
+        if on_epoch:
+            on_epoch(epoch, history.train_loss[-1], history.dev_loss[-1])
+        if checkpoint is not None:
+            torch.save({**(meta or {}), "epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "best_state_dict": best_state, "history": asdict(history), "rng": torch.get_rng_state()}, checkpoint)
+    model.load_state_dict(best_state)
+    return history
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targets: torch.Tensor,
+                  rows: torch.Tensor, batch_size: int) -> float:
+    was_training = model.training
+    model.eval()
+    total = sum(nn.functional.mse_loss(predict(b), targets[b], reduction="sum").item() for b in rows.split(batch_size))
+    model.train(was_training)
+    return total / max(1, len(rows))

@@ -1,0 +1,80 @@
+"""The Replicated Siamese LSTM and the one trainer: shared weights, overfitting a tiny set, resuming from a checkpoint."""
+import polars as pl
+import pytest
+import torch
+
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.model.inputs import encode_side, vocabulary_index
+from ticketsim.model.metric import MetricConfig
+from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.train import TrainConfig, fit, rescale
+
+WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]
+METRIC = MetricConfig(channels={"h": 0.7, "E": 0.3}, levels={"sub-sub": 0.5, "desc-sol": 0.5})
+
+
+def tiny_problem(metric: MetricConfig = METRIC):
+    """8 queries x 8 tickets; query i matches ticket i (label 5), ticket i+1 is REL, i+2 is NO."""
+    torch.manual_seed(0)  # the model's initial weights
+    g = torch.Generator().manual_seed(0)
+    pick = lambda i, n: [WORDS[(i + k) % len(WORDS)] for k in range(n)]  # noqa: E731
+    tickets = pl.DataFrame({"ticket_id": [f"t{i}" for i in range(8)], "subject": [pick(i, 2) for i in range(8)],
+                            "description": [pick(i, 4) for i in range(8)], "solution": [pick(i + 1, 3) for i in range(8)]})
+    queries = pl.DataFrame({"query_id": [f"q{i}" for i in range(8)], "subject": [pick(i, 2)[::-1] for i in range(8)],
+                            "description": [pick(i, 1) for i in range(8)]})
+    vectors = ChannelVectors("E", tuple(queries["query_id"]), tuple(tickets["ticket_id"]),
+                             {c: torch.randn(8, 6, generator=g).numpy() for c in ("sub", "desc", "sub+desc")},
+                             {c: torch.randn(8, 6, generator=g).numpy() for c in ("sub", "desc", "sol", "sub+desc", "sub+desc+sol")})
+    index, (needs_q, needs_t) = vocabulary_index(WORDS), metric.needs()
+    q = encode_side(queries, "query_id", needs_q["h"], index, 10, [vectors], "queries")
+    t = encode_side(tickets, "ticket_id", needs_t["h"], index, 10, [vectors], "tickets")
+    pairs = [(i, (i + d) % 8, label) for i in range(8) for d, label in ((0, 5), (1, 3), (2, 1))]
+    qrows, trows, labels = (torch.tensor(x) for x in zip(*pairs))
+    model = SiameseLSTM(SiameseConfig(vocab_size=len(WORDS) + 1, word_dim=8, char_dim=4, hidden=12, dropout=0.0),
+                        torch.randn(len(WORDS) + 1, 12, generator=g))
+    predict = lambda rows: model(q.take(qrows[rows], needs_q), t.take(trows[rows], needs_t), metric)  # noqa: E731
+    return model, predict, rescale(labels), torch.arange(len(pairs))
+
+
+def test_one_lstm_serves_every_branch():
+    model, predict, targets, rows = tiny_problem()
+    lstm_params = [name for name, _ in model.named_parameters() if name.startswith("lstm.")]
+    assert len(lstm_params) == 4 and not [n for n, _ in model.named_parameters() if "lstm" in n and not n.startswith("lstm.")]
+    torch.nn.functional.mse_loss(predict(rows), targets).backward()
+    # query and ticket branches both pushed gradients into the one weight set
+    assert model.lstm.weight_ih_l0.grad.abs().sum() > 0
+    assert model.word.weight.grad is None  # word vectors frozen by default
+
+
+def test_a_tiny_model_overfits_a_tiny_set():
+    # h alone: the fixed random E vectors of tiny_problem would keep g away from the targets
+    model, predict, targets, rows = tiny_problem(MetricConfig(channels={"h": 1.0}, levels={"sub-sub": 0.5, "desc-sol": 0.5}))
+    rows = rows[::3].clone()  # q_i with t_i (YES), t_i+1 (REL) and t_i+2 (NO) for a few i
+    rows = torch.cat([rows[:3], rows[:3] + 1, rows[:3] + 2])
+    before = torch.nn.functional.mse_loss(predict(rows), targets[rows]).item()
+    fit(model, predict, targets, rows, rows, TrainConfig(epochs=200, batch_size=3, patience=200))
+    model.eval()
+    with torch.no_grad():
+        after = torch.nn.functional.mse_loss(predict(rows), targets[rows]).item()
+    assert after < 0.02 < before
+
+
+def test_resume_from_checkpoint_ends_where_an_uninterrupted_run_ends(tmp_path):
+    cfg = TrainConfig(epochs=6, batch_size=5, patience=10)
+    model, predict, targets, rows = tiny_problem()
+    model.drop.p = 0.3  # dropout draws from the global RNG: resume must restore it
+    straight = fit(model, predict, targets, rows[:18], rows[18:], cfg)
+    expected = {k: v.clone() for k, v in model.state_dict().items()}
+
+    model, predict, targets, rows = tiny_problem()
+    model.drop.p = 0.3
+    fit(model, predict, targets, rows[:18], rows[18:], TrainConfig(**{**cfg.__dict__, "epochs": 3}), tmp_path / "ckpt.pt",
+        meta={"model_config": {"hidden": 12}})
+    model, predict, targets, rows = tiny_problem()  # a fresh process: new weights, RNG elsewhere
+    model.drop.p = 0.3
+    torch.manual_seed(999)
+    resumed = fit(model, predict, targets, rows[:18], rows[18:], cfg, tmp_path / "ckpt.pt", meta={"model_config": {"hidden": 12}})
+    assert resumed.dev_loss == pytest.approx(straight.dev_loss)
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, expected[name]), name
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=True)["model_config"] == {"hidden": 12}
