@@ -7,7 +7,8 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
-from ticketsim.train import TrainConfig, fit, rescale
+from ticketsim.config import TrainConfig
+from ticketsim.train import fit, rescale
 
 WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]
 METRIC = MetricConfig(channels={"h": 0.7, "E": 0.3}, levels={"sub-sub": 0.5, "desc-sol": 0.5})
@@ -52,7 +53,7 @@ def test_a_tiny_model_overfits_a_tiny_set():
     rows = rows[::3].clone()  # q_i with t_i (YES), t_i+1 (REL) and t_i+2 (NO) for a few i
     rows = torch.cat([rows[:3], rows[:3] + 1, rows[:3] + 2])
     before = torch.nn.functional.mse_loss(predict(rows), targets[rows]).item()
-    fit(model, predict, targets, rows, rows, TrainConfig(epochs=200, batch_size=3, patience=200))
+    fit(model, predict, targets, rows, rows, TrainConfig(epochs=200, batch_size=3, patience=200), seed=0)
     model.eval()
     with torch.no_grad():
         after = torch.nn.functional.mse_loss(predict(rows), targets[rows]).item()
@@ -63,17 +64,17 @@ def test_resume_from_checkpoint_ends_where_an_uninterrupted_run_ends(tmp_path):
     cfg = TrainConfig(epochs=6, batch_size=5, patience=10)
     model, predict, targets, rows = tiny_problem()
     model.drop.p = 0.3  # dropout draws from the global RNG: resume must restore it
-    straight = fit(model, predict, targets, rows[:18], rows[18:], cfg)
+    straight = fit(model, predict, targets, rows[:18], rows[18:], cfg, seed=0)
     expected = {k: v.clone() for k, v in model.state_dict().items()}
 
     model, predict, targets, rows = tiny_problem()
     model.drop.p = 0.3
-    fit(model, predict, targets, rows[:18], rows[18:], TrainConfig(**{**cfg.__dict__, "epochs": 3}), tmp_path / "ckpt.pt",
+    fit(model, predict, targets, rows[:18], rows[18:], TrainConfig(**{**cfg.__dict__, "epochs": 3}), 0, tmp_path / "ckpt.pt",
         meta={"model_config": {"hidden": 12}})
     model, predict, targets, rows = tiny_problem()  # a fresh process: new weights, RNG elsewhere
     model.drop.p = 0.3
     torch.manual_seed(999)
-    resumed = fit(model, predict, targets, rows[:18], rows[18:], cfg, tmp_path / "ckpt.pt", meta={"model_config": {"hidden": 12}})
+    resumed = fit(model, predict, targets, rows[:18], rows[18:], cfg, 0, tmp_path / "ckpt.pt", meta={"model_config": {"hidden": 12}})
     assert resumed.dev_loss == pytest.approx(straight.dev_loss)
     for name, value in model.state_dict().items():
         assert torch.equal(value, expected[name]), name

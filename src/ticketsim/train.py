@@ -10,16 +10,7 @@ import torch
 import torch.nn as nn
 from tqdm import tqdm
 
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 30
-    batch_size: int = 32
-    lr: float = 1.0              # Adadelta's own scale; 1.0 is its usual setting
-    rho: float = 0.95
-    clip: float = 1.0            # gradient-norm clipping
-    patience: int = 5            # epochs without a better dev loss before stopping
-    seed: int = 13
+from ticketsim.config import TrainConfig
 
 
 @dataclass
@@ -39,19 +30,20 @@ def rescale(labels: torch.Tensor) -> torch.Tensor:
 
 
 def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targets: torch.Tensor,
-        train_rows: torch.Tensor, dev_rows: torch.Tensor, cfg: TrainConfig, checkpoint: Path | None = None,
+        train_rows: torch.Tensor, dev_rows: torch.Tensor, cfg: TrainConfig, seed: int, checkpoint: Path | None = None,
         meta: dict | None = None, on_epoch: Callable[[int, float, float], None] | None = None) -> History:
     """Train `model` so that predict(rows) approaches targets[rows]; leaves the best-dev-loss weights loaded.
 
     With a checkpoint path, every epoch is saved there and a later call resumes from it: weights, optimizer,
     RNG state and history come back, so an interrupted run ends where an uninterrupted one would.
-    `meta` (plain data, e.g. the model config) is stored in every checkpoint beside the weights.
+    `meta` (plain data: model and train config, a data fingerprint) is stored beside the weights; a checkpoint
+    whose meta differs belongs to another run and is started over, never resumed.
     """
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(seed)
     optimizer = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, rho=cfg.rho)
     history, best_state, start = History(), copy.deepcopy(model.state_dict()), 0
-    if checkpoint is not None and checkpoint.exists():
-        saved = torch.load(checkpoint, weights_only=True)
+    saved = torch.load(checkpoint, weights_only=True) if checkpoint is not None and checkpoint.exists() else None
+    if saved is not None and all(saved.get(key) == value for key, value in (meta or {}).items()):
         model.load_state_dict(saved["state_dict"])
         optimizer.load_state_dict(saved["optimizer"])
         history, best_state, start = History(**saved["history"]), saved["best_state_dict"], saved["epoch"] + 1
@@ -60,7 +52,7 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
         if history.best_epoch >= 0 and epoch - history.best_epoch > cfg.patience:
             break
         model.train()
-        order = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(cfg.seed + epoch))]
+        order = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(seed + epoch))]
         total = 0.0
         for batch in order.split(cfg.batch_size):
             loss = nn.functional.mse_loss(predict(batch), targets[batch])

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -57,3 +58,35 @@ def write_results(results: Results, metrics: str | Path, reports: str | Path, pl
     for split in sorted({s for by_split in results.values() for s in by_split}):
         (reports / f"{split}.md").write_text(markdown_table(results, split))
         bar_plot(results, split, plots / f"{split}.png", f"{title}, {split} split")
+
+
+def reliability_plot(calibrated: np.ndarray, gold: np.ndarray, path: str | Path, title: str, bins: int = 8) -> None:
+    """Mean gold label per bin of calibrated score, against the diagonal of perfect calibration."""
+    edges = np.linspace(1, 5, bins + 1)
+    which = np.clip(np.digitize(calibrated, edges) - 1, 0, bins - 1)
+    centres, means, counts = [], [], []
+    for b in range(bins):
+        if (which == b).any():
+            centres.append(calibrated[which == b].mean())
+            means.append(gold[which == b].mean())
+            counts.append(int((which == b).sum()))
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.plot([1, 5], [1, 5], color="grey", linestyle="--", label="perfect")
+    ax.scatter(centres, means, s=[10 + 3 * c for c in counts], label="bins (size = pairs)")
+    ax.set(xlim=(1, 5), ylim=(1, 5), xlabel="calibrated score", ylabel="mean gold label", title=title)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table5(parts: list[Results]) -> Results:
+    """Every method's results in one table, ordered like the paper's Table 5 (by row number '#n'), others last."""
+    merged = {method: by_split for part in parts for method, by_split in part.items() if method != "training"}
+
+    def order(method: str) -> tuple[int, str]:
+        number = method.split("#", 1)[1].split()[0] if "#" in method else ""
+        return (int(number) if number.isdigit() else 1000, method)
+
+    return {method: merged[method] for method in sorted(merged, key=order)}

@@ -1,0 +1,96 @@
+"""One Siamese variant on one dataset: inputs from the caches, training with the one trainer, pool and pair scores."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import torch
+
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.config import SiameseParams, VariantConfig
+from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
+from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.text.tokenize import Tokens
+
+# The merged components every channel has: their query-ticket distance sets a cached channel's scale.
+SCALE_LEVEL = ("sub+desc", "sub+desc+sol")
+
+
+def metric_of(variant: VariantConfig) -> MetricConfig:
+    return MetricConfig(channels=dict(variant.channels), levels=dict(variant.levels))
+
+
+def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
+    """Mean L1 distance of the pairs' merged query and ticket vectors.
+
+    Summed word vectors of a 400-token SemEval thread lie hundreds of L1 units from a short query, so exp(-W_E d)
+    would vanish and so would its gradient; dividing each cached channel by this scale puts every channel's
+    distances near 1, which keeps W comparable across channels (W_h .7, W_E .1, W_T .2 weigh like for like).
+    """
+    q_pos = {x: i for i, x in enumerate(vectors.query_ids)}
+    t_pos = {x: i for i, x in enumerate(vectors.ticket_ids)}
+    q = vectors.queries[SCALE_LEVEL[0]][[q_pos[x] for x in pairs["query_id"]]]
+    t = vectors.tickets[SCALE_LEVEL[1]][[t_pos[x] for x in pairs["ticket_id"]]]
+    return float(np.abs(q - t).sum(axis=1).mean()) or 1.0
+
+
+def scaled(vectors: ChannelVectors, scale: float) -> ChannelVectors:
+    return ChannelVectors(vectors.channel, vectors.query_ids, vectors.ticket_ids,
+                          {c: v / scale for c, v in vectors.queries.items()}, {c: v / scale for c, v in vectors.tickets.items()})
+
+
+@dataclass(frozen=True)
+class Inputs:
+    queries: Encoded
+    tickets: Encoded
+    words: tuple[str, ...]     # embedding rows 1..n (row 0 pads)
+
+
+def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int) -> Inputs:
+    words = tuple(tokens.vocabulary()["token"])
+    index = vocabulary_index(words)
+    needs_q, needs_t = metric.needs()
+    return Inputs(encode_side(tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, max_tokens, channels, "queries"),
+                  encode_side(tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, max_tokens, channels, "tickets"),
+                  words)
+
+
+def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int) -> SiameseLSTM:
+    """word_table: (n_words, word_dim + char_dim) rows for Inputs.words, the char-BLSTM part last."""
+    table = torch.cat([torch.zeros(1, word_table.shape[1]), torch.from_numpy(np.asarray(word_table, dtype=np.float32))])
+    model_cfg = SiameseConfig(vocab_size=table.shape[0], word_dim=table.shape[1] - char_dim, char_dim=char_dim,
+                              hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune)
+    return SiameseLSTM(model_cfg, table)
+
+
+def fingerprint(pairs: pl.DataFrame) -> str:
+    """Changes when any labelled pair, label or split changes: a checkpoint of other data is never resumed."""
+    return str(pairs.select("query_id", "ticket_id", "label", "split").hash_rows(seed=0).sum())
+
+
+def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
+                   metric: MetricConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """predict(rows) = g of those rows of `pairs`."""
+    q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
+    needs_q, needs_t = metric.needs()
+    return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric)
+
+
+@torch.no_grad()
+def pool_scores(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_size: int = 256) -> ScoreMatrix:
+    """g of every query against every ticket of the pool (channels computed once per text, in eval mode)."""
+    was_training = model.training
+    model.eval()
+    needs_q, needs_t = metric.needs()
+
+    def channels(side: Encoded, needs: dict[str, set[str]]) -> dict[str, dict[str, torch.Tensor]]:
+        parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
+        return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}
+
+    values = similarity(channels(inputs.queries, needs_q), channels(inputs.tickets, needs_t), metric, pool=True)
+    model.train(was_training)
+    return ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, values.numpy())

@@ -1,0 +1,84 @@
+"""Stage siamese: train one Table 5 variant (#15-22) of the Replicated Siamese LSTM on one dataset and evaluate it."""
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from ticketsim.calibrate import fit_calibrator
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.char_blstm import load_checkpoint
+from ticketsim.channels.sumemb import word_vectors
+from ticketsim.channels.word2vec import load_vectors
+from ticketsim.config import load_params
+from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.report import reliability_plot
+from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.experiment import build_inputs, build_model, channel_scale, fingerprint, metric_of, pair_predictor, pool_scores, scaled
+from ticketsim.text.tokenize import Tokens
+from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+from ticketsim.train import fit, rescale
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset")
+    parser.add_argument("--variant", required=True, help="a key of siamese.variants in params.yaml")
+    parser.add_argument("--corpus", required=True, help="the prepare stage's folder")
+    parser.add_argument("--tokens", required=True, help="the tokenize stage's folder")
+    parser.add_argument("--word2vec", required=True, help="the word2vec stage's vectors (.kv)")
+    parser.add_argument("--char-blstm", required=True, help="the char_blstm stage's checkpoint (.pt)")
+    parser.add_argument("--channels", nargs="*", default=[], help="cached channel vectors (.npz): E, T, ...")
+    parser.add_argument("--out", required=True, help="folder for checkpoint.pt, calibrator.json, scales.json")
+    parser.add_argument("--metrics", required=True, help="JSON file: variant -> split -> protocol -> measure")
+    parser.add_argument("--plots", required=True, help="folder for the reliability plot")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args()
+    params = load_params(args.params)
+    cfg, variant = params.siamese, params.siamese.variants[args.variant]
+    metric = metric_of(variant)
+    logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
+    with stage_run(params.tracking, f"siamese#{args.variant}", args.dataset, logged):
+        started = time.perf_counter()
+        corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
+        pairs, train_pairs = corpus.pairs, corpus.split("train")
+        cached = [v for v in map(ChannelVectors.load, args.channels) if metric.channels.get(v.channel)]
+        scales = {v.channel: channel_scale(v, train_pairs) for v in cached}
+        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens)
+        chars = load_checkpoint(args.char_blstm)
+        torch.manual_seed(params.seed)
+        model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim)
+
+        predict = pair_predictor(model, inputs, pairs, metric)
+        split = pairs["split"].to_list()
+        rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in ("train", "dev")}
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {"model_config": asdict(model.cfg), "train_config": asdict(cfg.train), "variant": asdict(variant),
+                "max_tokens": cfg.max_tokens, "seed": params.seed, "data": fingerprint(pairs)}
+        history = fit(model, predict, rescale(torch.tensor(pairs["label"].to_list())), rows["train"], rows["dev"], cfg.train,
+                      params.seed, out / "checkpoint.pt", meta,
+                      on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
+
+        model.eval()
+        with torch.no_grad():
+            scores = torch.cat([predict(b) for b in torch.arange(pairs.height).split(256)]).double().numpy()
+        results = {f"#{args.variant}": evaluate_method(pairs, scores, pool_scores(model, inputs, metric), params.evaluation)}
+        is_train = (pairs["split"] == "train").to_numpy()
+        calibrator = fit_calibrator(scores[is_train], pairs["label"].to_numpy()[is_train])
+        calibrator.save(out / "calibrator.json")
+        (out / "scales.json").write_text(json.dumps(scales, indent=2) + "\n")
+        reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
+                         Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
+        training = {"epochs": len(history.dev_loss), "best_epoch": history.best_epoch, "best_dev_loss": history.best_dev_loss,
+                    "seconds": round(time.perf_counter() - started, 1)}
+        Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.metrics).write_text(json.dumps({**results, "training": training}, indent=2) + "\n")
+        log_metrics({**results, "training": training})
+        log_artifacts(args.metrics, out / "calibrator.json", out / "scales.json", args.plots)
+
+
+if __name__ == "__main__":
+    main()

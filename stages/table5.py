@@ -1,0 +1,29 @@
+"""Stage table5: one results table of every method on one dataset (the paper's Table 5 rows #1-22, BM25, ...)."""
+import argparse
+import json
+from pathlib import Path
+
+from ticketsim.config import load_params
+from ticketsim.evaluate.report import table5, write_results
+from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset")
+    parser.add_argument("--inputs", nargs="+", required=True, help="metrics JSON files: method -> split -> protocol -> measure")
+    parser.add_argument("--metrics", required=True, help="the table as JSON (for dvc metrics)")
+    parser.add_argument("--reports", required=True, help="folder for the table as Markdown, per split")
+    parser.add_argument("--plots", required=True, help="folder for a bar plot per split")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args()
+    params = load_params(args.params)
+    with stage_run(params.tracking, "table5", args.dataset):
+        results = table5([json.loads(Path(path).read_text()) for path in args.inputs])
+        write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: Table 5")
+        log_metrics(results)
+        log_artifacts(args.metrics, args.reports, args.plots)
+
+
+if __name__ == "__main__":
+    main()
