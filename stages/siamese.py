@@ -16,7 +16,17 @@ from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.experiment import build_inputs, build_model, channel_scale, fingerprint, metric_of, pair_predictor, pool_scores, scaled
+from ticketsim.experiment import (
+    build_inputs,
+    build_model,
+    channel_scale,
+    fingerprint,
+    metric_of,
+    pair_predictor,
+    pool_scores,
+    predict_all,
+    scaled,
+)
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_artifacts, log_metrics, stage_run
 from ticketsim.train import fit, rescale
@@ -40,6 +50,7 @@ def main() -> None:
     cfg, variant = params.siamese, params.siamese.variants[args.variant]
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
+    torch.set_num_threads(cfg.threads)
     with stage_run(params.tracking, f"siamese#{args.variant}", args.dataset, logged):
         started = time.perf_counter()
         corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
@@ -63,13 +74,14 @@ def main() -> None:
                       on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
 
         model.eval()
-        with torch.no_grad():
-            scores = torch.cat([predict(b) for b in torch.arange(pairs.height).split(256)]).double().numpy()
-        results = {f"#{args.variant}": evaluate_method(pairs, scores, pool_scores(model, inputs, metric), params.evaluation)}
+        scores = predict_all(predict, pairs.height)
         is_train = (pairs["split"] == "train").to_numpy()
         calibrator = fit_calibrator(scores[is_train], pairs["label"].to_numpy()[is_train])
         calibrator.save(out / "calibrator.json")
+        matrix = pool_scores(model, inputs, metric)
+        results = {f"#{args.variant}": evaluate_method(pairs, scores, matrix, params.evaluation, calibrator)}
         (out / "scales.json").write_text(json.dumps(scales, indent=2) + "\n")
+        (out / "words.json").write_text(json.dumps(inputs.words) + "\n")  # the embedding rows, for the bundle
         reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
                          Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
         training = {"epochs": len(history.dev_loss), "best_epoch": history.best_epoch, "best_dev_loss": history.best_dev_loss,

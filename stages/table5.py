@@ -11,7 +11,8 @@ from ticketsim.tracking import log_artifacts, log_metrics, stage_run
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("dataset")
-    parser.add_argument("--inputs", nargs="+", required=True, help="metrics JSON files: method -> split -> protocol -> measure")
+    parser.add_argument("--inputs", nargs="+", required=True,
+                        help="metrics JSON files (method -> split -> protocol -> measure) or folders of them")
     parser.add_argument("--metrics", required=True, help="the table as JSON (for dvc metrics)")
     parser.add_argument("--reports", required=True, help="folder for the table as Markdown, per split")
     parser.add_argument("--plots", required=True, help="folder for a bar plot per split")
@@ -19,7 +20,8 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     with stage_run(params.tracking, "table5", args.dataset):
-        results = table5([json.loads(Path(path).read_text()) for path in args.inputs])
+        paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
+        results = table5([json.loads(p.read_text()) for p in paths])
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: Table 5")
         log_metrics(results)
         log_artifacts(args.metrics, args.reports, args.plots)

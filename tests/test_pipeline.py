@@ -34,6 +34,14 @@ def workspace(tmp_path_factory) -> Path:
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
     params["datasets"] = {"default": params["datasets"]["default"]}
+    # every stage runs, each briefly: the pipeline's wiring is under test here, not the models
+    params["embedding"]["word2vec"]["epochs"] = 2
+    params["embedding"]["char_blstm"]["epochs"] = 2
+    params["topics"].update(n_topics=8, heldout=10)
+    params["topics"]["docnade"]["epochs"] = 3
+    params["topics"]["lda"].update(passes=2, particles=5)
+    params["siamese"]["train"]["epochs"] = 2
+    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return root
 
@@ -52,5 +60,9 @@ def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
     client = mlflow.MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ticketsim").experiment_id])
     stages = {r.data.tags["stage"] for r in runs if r.info.status == "FINISHED"}
-    assert {"generate", "prepare", "tokenize", "baselines"} <= stages
+    assert {"generate", "prepare", "tokenize", "baselines", "siamese#15", "siamese#22", "table5", "register"} <= stages
+    table = json.loads((workspace / "metrics/default/table5.json").read_text())
+    assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table)
+    versions = client.search_model_versions("name='ticketsim-siamese-default'")
+    assert [v.version for v in versions] == ["1"]
     assert (workspace / "mlartifacts").is_dir()

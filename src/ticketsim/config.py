@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from ruamel.yaml import YAML
 
 
 class ConfigError(ValueError):
@@ -71,11 +74,149 @@ class BM25Config:
 
 
 @dataclass(frozen=True)
+class Word2VecConfig:
+    """Channel E's word vectors. `pretrained`: a word2vec file (binary when it ends in .bin or .bin.gz, else text)."""
+
+    dim: int = 300
+    window: int = 5
+    min_count: int = 2
+    epochs: int = 10
+    sg: bool = True                 # skip-gram: better than CBOW for rare words in a small corpus
+    pretrained: str | None = None
+
+
+@dataclass(frozen=True)
+class CharBLSTMConfig:
+    """Channel E's character BiLSTM and its training (predict each in-vocabulary word's word2vec vector)."""
+
+    hidden: int = 25                # per direction: a word's char vector has 2 * hidden dimensions
+    char_dim: int = 32
+    max_chars: int = 30             # longer tokens (URLs) are cut: the vector reads their first max_chars characters
+    epochs: int = 20
+    lr: float = 0.005
+    batch_size: int = 128
+    heldout: float = 0.1            # fraction of the training words kept out to report held-out cosine
+    max_words: int = 20000          # the most frequent word2vec words to learn from: bounds the training time
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    word2vec: Word2VecConfig = Word2VecConfig()
+    char_blstm: CharBLSTMConfig = CharBLSTMConfig()
+
+
+@dataclass(frozen=True)
 class ChannelRows:
     """Unsupervised Table 5 rows of one channel: row number -> level pair 'query_component-ticket_component'."""
 
     levels: dict[str, str]
     distances: tuple[Literal["l1", "cosine"], ...] = ("l1",)
+
+
+@dataclass(frozen=True)
+class TopicVocabularyConfig:
+    """Channel T's vocabulary, built from the training documents of each topic model."""
+
+    max_size: int = 3000            # caps the full softmax: SemEval has 22k distinct tokens
+    min_documents: int = 10         # training documents a word must occur in: drops most error codes, tags and part numbers
+    stopwords: bool = True          # drop punctuation, <num> and sklearn's English stopwords, which lead every topic otherwise
+
+
+@dataclass(frozen=True)
+class DocNADETrainConfig:
+    activation: Literal["sigmoid", "tanh", "relu"] = "sigmoid"
+    order: Literal["shuffle", "text"] = "shuffle"   # word order of the training documents: a new random one each epoch, or as written
+    epochs: int = 100
+    batch_size: int = 32
+    lr: float = 0.01
+    validation: float = 0.1         # share of the training documents for early stopping (0: none, the training NLL decides)
+    patience: int = 5
+    threads: int = 1                # torch threads; results can differ in the last bits with another count
+
+
+@dataclass(frozen=True)
+class LDAConfig:
+    passes: int = 20
+    iterations: int = 100
+    alpha: Literal["symmetric", "auto"] = "auto"
+    particles: int = 100            # of the left-to-right likelihood estimate: fewer overstate LDA's perplexity more
+    moves: int = 10                 # earlier words Gibbs-resampled before each word (fewer: faster, noisier)
+
+
+@dataclass(frozen=True)
+class TopicsConfig:
+    """Channel T: DocNADE M1 (SUB+DESC) and M2 (SUB+DESC+SOL), LDA with the same topic count, held-out perplexity."""
+
+    n_topics: int = 100
+    heldout: int = 50               # tickets kept out of training for perplexity
+    top_words: int = 10
+    space: Literal["m2", "m1", "paper"] = "m2"   # the model whose T represents each component (channels/topics.py)
+    vocabulary: TopicVocabularyConfig = TopicVocabularyConfig()
+    docnade: DocNADETrainConfig = DocNADETrainConfig()
+    lda: LDAConfig = LDAConfig()
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The one trainer's settings (ticketsim.train.fit), for every pair-scoring model."""
+
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1.0              # Adadelta's own scale; 1.0 is its usual setting
+    rho: float = 0.95
+    clip: float = 1.0            # gradient-norm clipping
+    patience: int = 5            # epochs without a better dev loss before stopping
+
+
+@dataclass(frozen=True)
+class VariantConfig:
+    """One row of Table 5 as weights of the shared metric: W (channel -> weight), V ('sub-desc' -> weight)."""
+
+    channels: dict[str, float]
+    levels: dict[str, float]
+
+
+@dataclass(frozen=True)
+class SiameseParams:
+    hidden: int = 50
+    dropout: float = 0.2
+    finetune: Literal["none", "char", "all"] = "none"   # parts of the 350-d word vectors that train with the LSTM
+    max_tokens: int = 100        # per component: SemEval comment threads run to thousands of tokens
+    train: TrainConfig = TrainConfig()
+    variants: dict[str, VariantConfig] = field(default_factory=dict)
+    final: str = "22"            # the variant logged and registered as the MLflow model
+    registered_model: str = "ticketsim-siamese"
+    threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
+
+    def registered_name(self, dataset: str) -> str:
+        """One registered model per dataset: the final variant trained on it."""
+        return f"{self.registered_model}-{dataset}"
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """How one metric may move before the quality gate fails: `tolerance` is an absolute amount in the worse direction."""
+
+    direction: Literal["max", "min"] = "max"
+    tolerance: float = 0.0
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The retraining gate: the final Siamese variant's results (keys as in them, e.g. 'dev.rerank.map') -> rule."""
+
+    metrics: dict[str, GateRule] = field(default_factory=lambda: {
+        "dev.rerank.map": GateRule("max", 0.01), "dev.retrieve.map@10": GateRule("max", 0.01),
+        "dev.similarity.mse": GateRule("min", 0.05)})
+    baseline_rev: str = "main"      # without a registry champion: `dvc metrics diff <baseline_rev>` gives its metrics
+
+
+@dataclass(frozen=True)
+class RetrainConfig:
+    """`ticketsim retrain`: the DVC stages to reproduce (with what they depend on) and the dataset they train on."""
+
+    targets: tuple[str, ...] = ("register@default",)
+    dataset: str = "default"
 
 
 @dataclass(frozen=True)
@@ -88,6 +229,11 @@ class Params:
     evaluation: EvaluationConfig = EvaluationConfig()
     bm25: BM25Config = BM25Config()
     rows: dict[str, ChannelRows] = field(default_factory=dict)
+    siamese: SiameseParams = SiameseParams()
+    topics: TopicsConfig = TopicsConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    gate: GateConfig = GateConfig()
+    retrain: RetrainConfig = RetrainConfig()
 
     def dataset(self, name: str) -> DatasetConfig:
         if name not in self.datasets:
@@ -141,3 +287,22 @@ def coerce(hint: Any, value: Any, where: str) -> Any:
     if hint in (int, float, str, bool) and not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
         raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
     return value
+
+
+def set_dataset(path: str | Path, name: str, values: dict[str, str]) -> None:
+    """Set existing keys of `datasets.<name>` in the params file by editing just their values in the text.
+
+    ruamel (DVC's YAML library) finds where each value is written; a ruamel round trip would keep comments but
+    reflow long flow mappings, so only the value's characters are replaced and every other byte stays.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    entry = (YAML().load(text).get("datasets") or {}).get(name)
+    missing = [key for key in values if entry is None or key not in entry]
+    if missing:
+        raise ConfigError(f"{path}: datasets.{name}: no key(s) {missing} to set")
+    lines = text.splitlines(keepends=True)
+    for line, column, key in sorted(((*entry.lc.value(key), key) for key in values), reverse=True):
+        written = re.match(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s,#}\]]+", lines[line][column:])
+        value = values[key] if re.fullmatch(r"[\w./-]+", values[key]) else json.dumps(values[key])
+        lines[line] = lines[line][:column] + value + lines[line][column + (written.end() if written else 0):]
+    Path(path).write_text("".join(lines), encoding="utf-8")

@@ -81,6 +81,13 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
 
 
 @torch.no_grad()
+def predict_all(predict: Callable[[torch.Tensor], torch.Tensor], n: int, batch_size: int = 256) -> np.ndarray:
+    """predict() of rows 0..n-1 in batches, as float64 scores."""
+    parts = [predict(rows) for rows in torch.arange(n).split(batch_size)]
+    return torch.cat(parts).double().numpy() if parts else np.zeros(0)
+
+
+@torch.no_grad()
 def pool_scores(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_size: int = 256) -> ScoreMatrix:
     """g of every query against every ticket of the pool (channels computed once per text, in eval mode)."""
     was_training = model.training

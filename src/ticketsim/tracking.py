@@ -1,15 +1,22 @@
-"""The one place that talks to MLflow: a run per stage run, tagged with stage, dataset and git revision."""
+"""The one place that talks to MLflow: a run per stage run, tagged with stage, dataset and git revision; and the model
+registry of `ticketsim retrain`: the champion and previous versions of a registered model are the aliases CHAMPION and
+PREVIOUS, and a version's metrics are those of the run that produced it.
+"""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mlflow
+from mlflow.entities.model_registry import RegisteredModel
+from mlflow.exceptions import MlflowException
 
 from ticketsim.config import TrackingConfig
 
@@ -18,22 +25,27 @@ from ticketsim.config import TrackingConfig
 def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None,
               params: Mapping[str, Any] | None = None) -> Iterator[mlflow.ActiveRun]:
     """An MLflow run named 'stage@dataset' in the configured experiment, with params logged once."""
-    mlflow.set_tracking_uri(cfg.uri)
+    uri = tracking_uri(cfg)
+    mlflow.set_tracking_uri(uri)
     experiment = mlflow.get_experiment_by_name(cfg.experiment)
+    # A tracking server keeps artifacts where it is configured to; a local path would exist only on this machine.
     experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(
-        cfg.experiment, artifact_location=artifact_uri(cfg.artifact_location))
+        cfg.experiment, artifact_location=None if is_server(uri) else artifact_uri(cfg.artifact_location))
     tags = {"stage": stage, "dataset": dataset or "", "git_revision": git_revision()}
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"{stage}@{dataset}" if dataset else stage, tags=tags) as run:
         if params:
-            mlflow.log_params(flatten(params))
+            mlflow.log_params({sanitize(k): v for k, v in flatten(params).items()})
         yield run
 
 
-def log_metrics(metrics: Mapping[str, Any], prefix: str = "") -> None:
-    """Nested metric dicts become dotted keys; '@' (not allowed by MLflow) becomes '_at_'; NaN is skipped."""
+def log_metrics(metrics: Mapping[str, Any], prefix: str = "", step: int | None = None) -> None:
+    """Nested metric dicts become dotted keys; '@' (not allowed by MLflow) becomes '_at_'; NaN is skipped.
+
+    `step` (an epoch, say) makes a metric that changes over time one stepped series instead of many keys.
+    """
     flat = {sanitize(k): float(v) for k, v in flatten(metrics, prefix).items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
-    mlflow.log_metrics(flat)
+    mlflow.log_metrics(flat, step=step)
 
 
 def log_artifacts(*paths: str | Path) -> None:
@@ -69,3 +81,121 @@ def git_revision() -> str:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+# ---------------------------------------------------------------- the tracking server and the model registry
+
+CHAMPION, PREVIOUS = "champion", "previous"
+
+
+class TrackingUnavailable(RuntimeError):
+    """The tracking server does not answer: raised before any training, so no run is lost."""
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    """A version of a registered model, its tags, and the metrics (latest value per key) of the run that produced it."""
+
+    model: str
+    version: str
+    run_id: str
+    metrics: dict[str, float]
+    tags: dict[str, str]
+
+
+def tracking_uri(cfg: TrackingConfig) -> str:
+    """MLFLOW_TRACKING_URI when set (CI passes its server that way), else params' tracking.uri."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or cfg.uri
+
+
+def is_server(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def client(cfg: TrackingConfig) -> mlflow.MlflowClient:
+    uri = tracking_uri(cfg)
+    return mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def check_reachable(cfg: TrackingConfig, timeout_seconds: int = 10) -> None:
+    """Raise TrackingUnavailable unless a tracking server answers a cheap request within the timeout.
+
+    MLflow's client retries for minutes by default; one short try is enough to tell a server that is down.
+    """
+    uri = tracking_uri(cfg)
+    if not is_server(uri):
+        return
+    limits = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(timeout_seconds)}
+    saved = {name: os.environ.get(name) for name in limits}
+    os.environ.update(limits)
+    try:
+        client(cfg).search_experiments(max_results=1)
+    except Exception as error:  # any failure (refused, timeout, 5xx, auth) means: do not start training
+        raise TrackingUnavailable(f"MLflow tracking server {uri} is not reachable ({type(error).__name__}: {error}); "
+                                  "start it, or set MLFLOW_TRACKING_URI / tracking.uri to one that runs") from None
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name) if value is None else os.environ.update({name: value})
+
+
+def aliases(cfg: TrackingConfig, model: str) -> dict[str, str]:
+    """alias -> version of a registered model; {} when the model is not registered yet."""
+    found = registered_model(client(cfg), model)
+    return {alias: str(version) for alias, version in found.aliases.items()} if found else {}
+
+
+def registered_model(registry: mlflow.MlflowClient, model: str) -> RegisteredModel | None:
+    try:
+        return registry.get_registered_model(model)
+    except MlflowException as error:
+        if error.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise
+
+
+def model_version(cfg: TrackingConfig, model: str, version: str) -> ModelVersion:
+    registry = client(cfg)
+    found = registry.get_model_version(model, version)
+    metrics = dict(registry.get_run(found.run_id).data.metrics) if found.run_id else {}
+    return ModelVersion(model, str(found.version), found.run_id or "", metrics, dict(found.tags))
+
+
+def version_by_alias(cfg: TrackingConfig, model: str, alias: str) -> ModelVersion | None:
+    version = aliases(cfg, model).get(alias)
+    return model_version(cfg, model, version) if version else None
+
+
+def latest_version(cfg: TrackingConfig, model: str) -> ModelVersion | None:
+    """The newest version of `model`: the candidate a retraining run has just registered."""
+    newest = client(cfg).search_model_versions(f"name = '{model}'", order_by=["version_number DESC"], max_results=1)
+    return model_version(cfg, model, str(newest[0].version)) if newest else None
+
+
+def promote(cfg: TrackingConfig, model: str, version: str) -> str | None:
+    """Make `version` the champion; the champion it replaces becomes PREVIOUS (returned), so rollback can restore it."""
+    registry, current = client(cfg), aliases(cfg, model)
+    demoted = current.get(CHAMPION)
+    if demoted == version:
+        return None
+    registry.set_registered_model_alias(model, CHAMPION, version)
+    if demoted:
+        registry.set_registered_model_alias(model, PREVIOUS, demoted)
+    return demoted
+
+
+def rollback(cfg: TrackingConfig, model: str) -> tuple[str, str]:
+    """Swap CHAMPION and PREVIOUS: the previous champion is restored, the demoted one stays addressable. (restored, demoted)"""
+    current = aliases(cfg, model)
+    if CHAMPION not in current or PREVIOUS not in current:
+        raise LookupError(f"{model}: no {PREVIOUS!r} version to roll back to (aliases: {current or 'none'})")
+    registry = client(cfg)
+    registry.set_registered_model_alias(model, CHAMPION, current[PREVIOUS])
+    registry.set_registered_model_alias(model, PREVIOUS, current[CHAMPION])
+    return current[PREVIOUS], current[CHAMPION]
+
+
+def tag_version(cfg: TrackingConfig, model: str, version: str, tags: Mapping[str, str]) -> None:
+    registry = client(cfg)
+    for key, value in tags.items():
+        registry.set_model_version_tag(model, version, key, value)
+

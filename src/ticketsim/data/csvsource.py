@@ -14,12 +14,18 @@ import polars as pl
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, require_columns, validate
 
+TABLES = ("tickets", "queries", "pairs")
+# new_pairs: a batch for `ticketsim pairs add`, naming each query by query_id or by its subject/description.
 REQUIRED = {
     "tickets": ("ticket_id", "subject", "description", "solution"),
     "queries": ("query_id", "subject", "description"),
     "pairs": ("query_id", "ticket_id", "label"),
+    "new_pairs": ("ticket_id", "label"),
 }
-OPTIONAL = {"tickets": (), "queries": (), "pairs": ("split", "source_rank")}
+# Provenance of rows appended by `ticketsim pairs add` (ticketsim.data.intake): the file they came from and when.
+PROVENANCE = ("source_file", "added_at")
+OPTIONAL = {"tickets": PROVENANCE, "queries": PROVENANCE, "pairs": ("split", "source_rank", *PROVENANCE),
+            "new_pairs": ("query_id", "subject", "description")}
 
 
 def table_file(directory: Path, table: str) -> Path:
@@ -32,10 +38,15 @@ def table_file(directory: Path, table: str) -> Path:
 
 
 def read_table(path: Path, table: str) -> pl.DataFrame:
-    """All columns as strings, plus `origin` = 'file:line' of each record."""
+    """All columns as strings, plus `origin` = 'file:line' of each record.
+
+    Known columns come first, absent optional ones as nulls; any other column the file has is kept after them, so a
+    rewrite (table_text) loses nothing. validate() conforms the Corpus tables to their schema, which drops them.
+    """
     text = read_utf8(path)
-    columns = REQUIRED[table] + OPTIONAL[table]
     records = read_jsonl(text, path, REQUIRED[table]) if path.suffix == ".jsonl" else read_csv(text, path, REQUIRED[table])
+    known = REQUIRED[table] + OPTIONAL[table]
+    columns = known + tuple(dict.fromkeys(c for r in records for c in r if c not in known and c != ORIGIN))
     return pl.DataFrame(
         [{**{c: None if r.get(c) is None else str(r[c]) for c in columns}, ORIGIN: r[ORIGIN]} for r in records],
         schema={**{c: pl.String for c in columns}, ORIGIN: pl.String},
@@ -84,7 +95,7 @@ def read_corpus(directory: str | Path, split_fractions: dict[str, float], report
     if not directory.is_dir():
         raise DataError([f"{directory}: no such folder; it should hold tickets, queries and pairs as .csv or .jsonl"])
     tables, problems = {}, []
-    for table in REQUIRED:  # read every file before failing, so all their problems are reported together
+    for table in TABLES:  # read every file before failing, so all their problems are reported together
         try:
             tables[table] = read_table(table_file(directory, table), table)
         except DataError as error:
@@ -100,3 +111,12 @@ def write_corpus(corpus: Corpus, directory: str | Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for name, frame in corpus.frames().items():
         frame.write_csv(directory / f"{name}.csv")
+
+
+def table_text(frame: pl.DataFrame, suffix: str) -> str:
+    """A table as the text of a .csv or .jsonl file of this layout (without `origin`); read_table reads it back."""
+    frame = frame.drop(ORIGIN, strict=False)
+    if suffix == ".jsonl":
+        return frame.write_ndjson()
+    # CSV has no null: read_csv gives "" for an empty field, written back bare rather than as "".
+    return frame.with_columns(pl.col(pl.String).replace("", None)).write_csv()

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
+import polars as pl
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from ticketsim.evaluate.measures import RELEVANT  # noqa: E402
 
 Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -> protocol -> measure -> value
 
@@ -49,11 +54,16 @@ def bar_plot(results: Results, split: str, path: str | Path, title: str,
     plt.close(fig)
 
 
+def write_metrics(metrics: Mapping[str, Any], path: str | Path) -> None:
+    """A stage's metrics JSON, the file `dvc metrics show` reads."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(metrics, indent=2) + "\n")
+
+
 def write_results(results: Results, metrics: str | Path, reports: str | Path, plots: str | Path, title: str) -> None:
     """The metrics JSON (for `dvc metrics`), a Markdown table and a bar plot per evaluated split."""
-    metrics, reports, plots = Path(metrics), Path(reports), Path(plots)
-    metrics.parent.mkdir(parents=True, exist_ok=True)
-    metrics.write_text(json.dumps(results, indent=2) + "\n")
+    reports, plots = Path(reports), Path(plots)
+    write_metrics(results, metrics)
     reports.mkdir(parents=True, exist_ok=True)
     for split in sorted({s for by_split in results.values() for s in by_split}):
         (reports / f"{split}.md").write_text(markdown_table(results, split))
@@ -90,3 +100,13 @@ def table5(parts: list[Results]) -> Results:
         return (int(number) if number.isdigit() else 1000, method)
 
     return {method: merged[method] for method in sorted(merged, key=order)}
+
+
+def semeval_predictions(scored: pl.DataFrame) -> str:
+    """The official SemEval scorer's format: 'qid relqid 0 score true|false', tab-separated, one line per pair.
+
+    `scored` has query_id, ticket_id, score (higher = more similar) and calibrated (1-5): a pair is predicted
+    relevant (true) when its calibrated score reaches REL.
+    """
+    return "".join(f"{q}\t{t}\t0\t{score:.6f}\t{'true' if calibrated >= RELEVANT else 'false'}\n"
+                   for q, t, score, calibrated in scored.select("query_id", "ticket_id", "score", "calibrated").iter_rows())

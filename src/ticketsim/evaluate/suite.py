@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ticketsim.calibrate import fit_calibrator
+from ticketsim.calibrate import Calibrator, fit_calibrator
 from ticketsim.config import EvaluationConfig
 from ticketsim.evaluate.measures import similarity
 from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
@@ -13,15 +13,17 @@ EVALUATION_SPLITS = ("dev", "test")
 
 
 def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreMatrix | None,
-                    cfg: EvaluationConfig) -> dict[str, dict[str, dict[str, float]]]:
+                    cfg: EvaluationConfig, calibrator: Calibrator | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """{split: {"rerank": ..., "retrieve": ..., "similarity": ...}} for the dev and test splits present.
 
     `matrix` (every query against the whole ticket pool) is None for methods that only order given
-    candidates; similarity is measured on scores mapped to [1, 5] by isotonic regression fitted on train.
+    candidates; similarity is measured on scores mapped to [1, 5] by `calibrator`, by default an isotonic
+    regression fitted on the train split (a trained model brings its own to a dataset without one).
     """
     scored = pairs.with_columns(score=pl.Series(np.asarray(pair_scores, dtype=np.float64)))
     train = scored.filter(pl.col("split") == "train")
-    calibrator = fit_calibrator(train["score"].to_numpy(), train["label"].to_numpy()) if train.height else None
+    if calibrator is None and train.height:
+        calibrator = fit_calibrator(train["score"].to_numpy(), train["label"].to_numpy())
     results = {}
     for split in EVALUATION_SPLITS:
         part = scored.filter(pl.col("split") == split)

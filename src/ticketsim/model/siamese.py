@@ -54,7 +54,7 @@ class SiameseLSTM(nn.Module):
         x = self.drop(torch.cat([self.word(texts.ids), self.char(texts.ids)], dim=-1))
         packed = pack_padded_sequence(x, texts.lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         _, (h, _) = self.lstm(packed)
-        return self.drop(h[-1])
+        return h[-1]
 
     def channels(self, side: Side) -> dict[str, Mapping[str, torch.Tensor]]:
         """Every channel of one side as vectors: h computed here, cached channels passed through."""

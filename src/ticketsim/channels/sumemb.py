@@ -1,0 +1,69 @@
+"""Channel E (SumEMB): word vector = word2vec (zeros for words it lacks) ++ char-BLSTM; a component's E = their sum."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from gensim.models import KeyedVectors
+
+from ticketsim.channels.cache import ChannelVectors, component_texts
+from ticketsim.channels.char_blstm import CharEncoder, encode
+from ticketsim.text.tokenize import Tokens
+
+
+def word_vectors(words: Sequence[str], word2vec: KeyedVectors, chars: CharEncoder) -> np.ndarray:
+    """(len(words), word2vec dim + char dim): the word2vec part is zero for a word word2vec does not know."""
+    semantic = np.zeros((len(words), word2vec.vector_size), dtype=np.float32)
+    known = [i for i, word in enumerate(words) if word in word2vec.key_to_index]
+    if known:
+        semantic[known] = word2vec[[words[i] for i in known]]
+    return np.hstack([semantic, encode(chars, words)])
+
+
+def summed(texts: Sequence[Sequence[str]], index: dict[str, int], table: np.ndarray) -> np.ndarray:
+    """Row i = the sum of table rows of text i's words (a word counts as often as it occurs; no words -> zeros)."""
+    columns = [index[word] for words in texts for word in words]
+    pointers = np.cumsum([0, *map(len, texts)])
+    counts = sp.csr_matrix((np.ones(len(columns)), columns, pointers), shape=(len(texts), len(index)))
+    return (counts @ table).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class SumembReport:
+    words: int              # distinct words over every ticket and query
+    word2vec_words: float   # share of them word2vec knows
+    word2vec_tokens: float  # share of running tokens word2vec knows
+    dim: int
+
+
+def sumemb_vectors(tokens: Tokens, word2vec: KeyedVectors, chars: CharEncoder) -> tuple[ChannelVectors, SumembReport]:
+    """E of every component of every ticket and query; each distinct word is encoded once."""
+    vocabulary = tokens.vocabulary()
+    words = vocabulary["token"].to_list()
+    index = {word: i for i, word in enumerate(words)}
+    # Summed in float64: over a 400-word SemEval comment thread float32 would drift, and a merged component then
+    # equals the sum of its parts up to the final float32 rounding.
+    table = word_vectors(words, word2vec, chars).astype(np.float64)
+    query_texts, ticket_texts = component_texts(tokens)
+    vectors = ChannelVectors(
+        channel="E", query_ids=tuple(tokens.queries["query_id"]), ticket_ids=tuple(tokens.tickets["ticket_id"]),
+        queries={component: summed(texts, index, table) for component, texts in query_texts.items()},
+        tickets={component: summed(texts, index, table) for component, texts in ticket_texts.items()})
+    known = np.array([word in word2vec.key_to_index for word in words], dtype=bool)
+    counts = vocabulary["count"].to_numpy()
+    report = SumembReport(words=len(words), word2vec_words=float(known.mean()) if words else 0.0,
+                          word2vec_tokens=float(counts[known].sum() / max(counts.sum(), 1)), dim=table.shape[1])
+    return vectors, report
+
+
+def spelling_neighbours(words: Sequence[str], word2vec: KeyedVectors, chars: CharEncoder, n: int = 30) -> dict[str, str]:
+    """The first n of `words` that word2vec lacks -> the word2vec word whose char vector is nearest (cosine)."""
+    unknown = [word for word in words if word not in word2vec.key_to_index][:n]
+    known = word2vec.index_to_key
+    if not unknown or not known:
+        return {}
+    unit = lambda vectors: vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # noqa: E731
+    nearest = (unit(encode(chars, unknown)) @ unit(encode(chars, known)).T).argmax(1)
+    return {word: known[j] for word, j in zip(unknown, nearest)}

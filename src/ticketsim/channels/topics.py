@@ -1,0 +1,180 @@
+"""Channel T end to end: held-out split, DocNADE M1/M2 and LDA, the perplexity table, T vectors and the topic-words report.
+
+As in the paper, M1 learns from the tickets' SUB+DESC and M2 from SUB+DESC+SOL. Which model gives which component's T is
+`topics.space`. The metric takes ||T_p - T_q||_1 between a query and a ticket component, which means something only when
+both vectors come from the same model: two models' hidden units are unrelated (unit j of M1 is no unit of M2). So the
+default, 'm2', represents every component with M2, the one model that has read every ticket field (and so every word a
+query may share with a ticket); 'm1' uses M1 throughout. 'paper' is the paper's split, M1 for the query components and the
+ticket SUB, DESC, SUB+DESC, M2 for SOL and SUB+DESC+SOL: its cross-model pairs (Table 5 row 9, SUB+DESC - SUB+DESC+SOL)
+then score at chance level (retrieve Acc@10 0% on the default data, 2% on SemEval dev).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ticketsim.channels.cache import COMPONENTS, ChannelVectors, component_texts
+from ticketsim.channels.docnade import (
+    DocNADE,
+    DocNADEConfig,
+    Vocabulary,
+    build_vocabulary,
+    document_nll,
+    document_perplexity,
+    load_checkpoint,
+    represent,
+    save_checkpoint,
+    top_words,
+    train,
+)
+from ticketsim.channels.lda import LDATopics, left_to_right_nll, train_lda, variational_nll
+from ticketsim.config import TopicsConfig
+from ticketsim.text.tokenize import Tokens
+
+MODELS = {"m1": "sub+desc", "m2": "sub+desc+sol"}  # model -> the ticket text it learns from
+PAPER_MODEL_OF = {"sub": "m1", "desc": "m1", "sub+desc": "m1", "sol": "m2", "sub+desc+sol": "m2"}
+
+
+def model_of(component: str, space: str) -> str:
+    """The model whose T represents `component` under `topics.space` (see the module docstring)."""
+    return PAPER_MODEL_OF[component] if space == "paper" else space
+
+
+@dataclass(frozen=True, eq=False)
+class TopicModel:
+    """One of M1, M2: its vocabulary, DocNADE, and the LDA trained on the same documents."""
+
+    name: str
+    vocabulary: Vocabulary
+    docnade: DocNADE
+    history: list[dict]
+    lda: LDATopics
+    seconds: dict[str, float]
+
+    def save(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        save_checkpoint(directory / f"{self.name}.pt", self.docnade, self.vocabulary, self.history)
+        np.savez(directory / f"lda_{self.name}.npz", topic_word=self.lda.topic_word, alpha=self.lda.alpha)
+
+    @classmethod
+    def load(cls, directory: str | Path, name: str) -> TopicModel:
+        directory = Path(directory)
+        docnade, vocabulary = load_checkpoint(directory / f"{name}.pt")
+        with np.load(directory / f"lda_{name}.npz") as lda:
+            topics = LDATopics(lda["topic_word"], lda["alpha"])
+        return cls(name, vocabulary, docnade, [], topics, {})
+
+
+def heldout_mask(n_tickets: int, heldout: int, seed: int) -> np.ndarray:
+    """A seeded random choice of `heldout` tickets (at most half of them), True where held out."""
+    mask = np.zeros(n_tickets, dtype=bool)
+    mask[np.random.default_rng(seed).choice(n_tickets, size=min(heldout, n_tickets // 2), replace=False)] = True
+    return mask
+
+
+def fit_topic_models(tokens: Tokens, cfg: TopicsConfig, seed: int) -> dict[str, TopicModel]:
+    """M1 and M2: DocNADE and LDA on the training tickets' text of each (the held-out tickets excluded)."""
+    _, tickets = component_texts(tokens)
+    training = ~heldout_mask(tokens.tickets.height, cfg.heldout, seed)
+    models = {}
+    for name, component in MODELS.items():
+        documents = [doc for doc, keep in zip(tickets[component], training) if keep]
+        vocabulary = build_vocabulary(documents, cfg.vocabulary)
+        encoded = [vocabulary.encode(doc) for doc in documents]
+        start = time.perf_counter()
+        docnade, history = train(encoded, DocNADEConfig(len(vocabulary.words), cfg.n_topics, cfg.docnade.activation), cfg.docnade,
+                                 seed, desc=f"docnade {name}")
+        middle = time.perf_counter()
+        lda = train_lda(encoded, len(vocabulary.words), cfg.n_topics, cfg.lda, seed)
+        seconds = {"docnade": middle - start, "lda": time.perf_counter() - middle}
+        models[name] = TopicModel(name, vocabulary, docnade, history, lda, seconds)
+    return models
+
+
+def perplexity_table(tokens: Tokens, models: dict[str, TopicModel], cfg: TopicsConfig, seed: int) -> dict:
+    """model -> {docnade, lda, lda_bound} -> component -> perplexity on the held-out tickets; plus vocabulary and epochs.
+
+    Adds each model's evaluation time to its `seconds`.
+    """
+    _, tickets = component_texts(tokens)
+    heldout = heldout_mask(tokens.tickets.height, cfg.heldout, seed)
+    table = {}
+    for name, model in models.items():
+        start, scores = time.perf_counter(), {"docnade": {}, "lda": {}, "lda_bound": {}}
+        for component in COMPONENTS:
+            documents = [model.vocabulary.encode(doc) for doc, held in zip(tickets[component], heldout) if held]
+            lengths = np.array([len(doc) for doc in documents])
+            nll = {"docnade": document_nll(model.docnade, documents),
+                   "lda": left_to_right_nll(model.lda, documents, cfg.lda.particles, seed, cfg.lda.moves),
+                   "lda_bound": variational_nll(model.lda, documents)}
+            for kind, values in nll.items():
+                scores[kind][component] = document_perplexity(values, lengths)
+        model.seconds["perplexity"] = time.perf_counter() - start
+        best_epoch = min(model.history, key=lambda h: h["validation_perplexity"])["epoch"]
+        table[name] = {**{k: {c: round(v, 3) for c, v in s.items()} for k, s in scores.items()},
+                       "vocabulary": len(model.vocabulary.words), "epochs": best_epoch}
+    return table
+
+
+def perplexity_markdown(table: dict, models: dict[str, TopicModel], title: str, heldout: int) -> str:
+    """The perplexity table (component x model) and the training record, for a person."""
+    names = list(table)
+    header = " | ".join(f"DocNADE {n.upper()} | LDA {n.upper()} | LDA {n.upper()} bound" for n in names)
+    lines = [f"# {title}: held-out perplexity ({heldout} tickets)", "",
+             "Perplexity = exp(mean over held-out documents of NLL_d / |d|), |d| = in-vocabulary words. DocNADE's NLL is "
+             "exact; LDA's is the left-to-right estimate (Wallach et al. 2009); the bound column is LDA's per-document "
+             "variational bound, an upper bound on its perplexity.", "",
+             f"| component | {header} |", "|" + " --- |" * (1 + 3 * len(names))]
+    for component in COMPONENTS:
+        cells = []
+        for n in names:
+            cells += [f"{table[n][kind][component]:.1f}" for kind in ("docnade", "lda", "lda_bound")]
+        lines.append(f"| {component.upper()} | " + " | ".join(cells) + " |")
+    lines += ["", "| model | trained on | vocabulary | DocNADE epochs (kept / run) | DocNADE s | LDA s | perplexity s |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for n in names:
+        s = models[n].seconds
+        lines.append(f"| {n.upper()} | {MODELS[n].upper()} | {table[n]['vocabulary']} | {table[n]['epochs']} / {len(models[n].history)} "
+                     f"| {s['docnade']:.1f} | {s['lda']:.1f} | {s['perplexity']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_perplexity(table: dict, markdown: str, metrics: str | Path, reports: str | Path) -> None:
+    metrics, reports = Path(metrics), Path(reports)
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    metrics.write_text(json.dumps(table, indent=2) + "\n")
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "perplexity.md").write_text(markdown)
+
+
+def topic_vectors(tokens: Tokens, models: dict[str, TopicModel], space: str = "m2") -> ChannelVectors:
+    """Channel T of every query and ticket component, each from the model `space` assigns it."""
+    queries, tickets = component_texts(tokens)
+
+    def side(texts: dict[str, list[list[str]]]) -> dict[str, np.ndarray]:
+        model = {c: models[model_of(c, space)] for c in texts}
+        return {c: represent(model[c].docnade, [model[c].vocabulary.encode(doc) for doc in docs]) for c, docs in texts.items()}
+
+    return ChannelVectors("T", tuple(tokens.queries["query_id"]), tuple(tokens.tickets["ticket_id"]), side(queries), side(tickets))
+
+
+def topic_words_markdown(models: dict[str, TopicModel], k: int, title: str) -> str:
+    """The paper's Table 8: the top k words of every DocNADE topic (hidden unit), and of LDA's topics beside them."""
+    lines = [f"# {title}: topic words", "",
+             "DocNADE: the words with the largest input weight W[j, w] of hidden unit j (the words that turn topic j on in "
+             "T). LDA: the most probable words of topic j (unrelated numbering).", ""]
+    for name, model in models.items():
+        docnade = top_words(model.docnade.W.detach().numpy(), model.vocabulary, k)
+        lda = top_words(model.lda.topic_word, model.vocabulary, k)
+        lines += [f"## {name.upper()} ({MODELS[name].upper()})", "", "| topic | DocNADE | LDA |", "| --- | --- | --- |"]
+        lines += [f"| {j} | {' '.join(words)} | {' '.join(lda_words)} |" for j, (words, lda_words) in enumerate(zip(docnade, lda))]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def load_topic_models(directory: str | Path) -> dict[str, TopicModel]:
+    return {name: TopicModel.load(directory, name) for name in MODELS}

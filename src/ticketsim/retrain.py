@@ -1,0 +1,146 @@
+"""The retraining loop behind `ticketsim gate | rollback | retrain`: DVC commands, the quality gate of the newest model
+version against the champion, and promotion in the MLflow registry. Steps are printed as they run (`==> ...`).
+
+The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
+`siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
+{"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
+(passed / failed), so it is judged once. Without a registry champion, the champion's figures are the final variant's
+metrics file (BASELINE_FILE, as dvc.yaml's siamese stage writes it) on `gate.baseline_rev`.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ticketsim.config import GateRule, Params
+from ticketsim.gate import GateResult, compare, dvc_baseline
+from ticketsim.tracking import (
+    CHAMPION,
+    ModelVersion,
+    check_reachable,
+    latest_version,
+    model_version,
+    promote,
+    sanitize,
+    tag_version,
+    tracking_uri,
+    version_by_alias,
+)
+
+GATE_TAG = "gate"
+BASELINE_FILE = "metrics/{dataset}/siamese/{final}.json"     # {"#<final>": results, ...}
+
+
+class RetrainError(RuntimeError):
+    """A step of the loop failed; the message names the step and what to do."""
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    markdown: str
+    candidate: ModelVersion
+    result: GateResult | None = None    # None: the candidate was judged before, nothing new to decide
+    promoted: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.result is None or self.result.passed
+
+
+def gate_rules(params: Params) -> dict[str, GateRule]:
+    """Gate params name metrics as in the final variant's results; MLflow holds them sanitized ('map@10' -> 'map_at_10')."""
+    return {sanitize(name): rule for name, rule in params.gate.metrics.items()}
+
+
+def registered_name(params: Params) -> str:
+    return params.siamese.registered_name(params.retrain.dataset)
+
+
+def run_gate(params: Params, version: str | None = None, promote_on_pass: bool = True) -> GateOutcome:
+    """Judge `version` (default: the newest, unless already judged) against the champion; promote it if it passes."""
+    cfg, model = params.tracking, registered_name(params)
+    candidate = model_version(cfg, model, version) if version else latest_version(cfg, model)
+    if candidate is None:
+        raise RetrainError(f"no version of model {model!r} is registered: the training stage registers one "
+                           f"(targets: {' '.join(params.retrain.targets)})")
+    champion = version_by_alias(cfg, model, CHAMPION)
+    judged = candidate.tags.get(GATE_TAG)
+    if version is None and (judged or (champion and champion.version == candidate.version)):
+        state = "the champion" if champion and champion.version == candidate.version else f"judged before (gate: {judged})"
+        return GateOutcome(f"### Quality gate: nothing new\n\n{label(candidate)} is {state}; no newer version was registered.\n",
+                           candidate)
+    if champion is not None:
+        baseline, baseline_label = champion.metrics, label(champion)
+    else:
+        final = params.siamese.final
+        diff = dvc_metrics_diff(params.gate.baseline_rev)
+        path = BASELINE_FILE.format(dataset=params.retrain.dataset, final=final)
+        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{final}.").items()}
+        baseline_label = f"`{params.gate.baseline_rev}` (dvc metrics diff)"
+    result = compare(baseline or None, candidate.metrics, gate_rules(params))
+    tag_version(cfg, model, candidate.version, {GATE_TAG: "passed" if result.passed else "failed"})
+    promoted = result.passed and promote_on_pass
+    if promoted:
+        promote(cfg, model, candidate.version)
+    return GateOutcome(result.markdown(label(candidate), baseline_label if baseline else None), candidate, result, promoted)
+
+
+def label(version: ModelVersion) -> str:
+    return f"{version.model} v{version.version} (run {version.run_id})"
+
+
+def retrain(params: Params) -> GateOutcome:
+    """The whole loop: tracking server check, dvc pull, dvc repro, gate, promote, dvc push (with a DVC remote)."""
+    check_reachable(params.tracking)   # before training: a run must never be trained and then lost
+    print(f"==> MLflow tracking {tracking_uri(params.tracking)}: ok", flush=True)
+    remote = dvc_remote()
+    targets = list(params.retrain.targets)
+    if remote:
+        dvc("pull", "--allow-missing", "--with-deps", *targets)
+    dvc("repro", *targets)
+    outcome = run_gate(params)
+    if remote and outcome.promoted:
+        dvc("push", "--with-deps", *targets)
+    return outcome
+
+
+def dvc(*args: str) -> None:
+    """Run a DVC command with its output shown; raise RetrainError if it fails."""
+    print(f"==> dvc {' '.join(args)}", flush=True)
+    done = subprocess.run([sys.executable, "-m", "dvc", *args], check=False)
+    if done.returncode:
+        raise RetrainError(f"`dvc {' '.join(args)}` failed (exit {done.returncode}); see its output above")
+
+
+def dvc_remote() -> str | None:
+    """The name of the first configured DVC remote, or None when there is none (then nothing is pulled or pushed)."""
+    done = subprocess.run([sys.executable, "-m", "dvc", "remote", "list"], capture_output=True, text=True, check=False)
+    names = [line.split()[0] for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+    return names[0] if names else None
+
+
+def dvc_metrics_diff(rev: str) -> dict:
+    """`dvc metrics diff <rev> --all --json`, or {} when there is nothing to diff against (no git, no such revision)."""
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], capture_output=True, check=False)
+    if known.returncode:  # asking git first is instant; DVC would take seconds to say the same
+        return {}
+    done = subprocess.run([sys.executable, "-m", "dvc", "metrics", "diff", rev, "--all", "--json"],
+                          capture_output=True, text=True, check=False)
+    try:
+        return json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def write_github(summary: Path | None, outputs: Path | None, outcome: GateOutcome) -> None:
+    """Append the gate table to a job summary file and run_id / model_version / gate to an outputs file (GitHub's)."""
+    if summary:
+        with summary.open("a", encoding="utf-8") as out:
+            out.write(outcome.markdown + "\n")
+    if outputs:
+        with outputs.open("a", encoding="utf-8") as out:
+            out.write(f"run_id={outcome.candidate.run_id}\nmodel_version={outcome.candidate.version}\n"
+                      f"gate={'passed' if outcome.passed else 'failed'}\n")

@@ -1,0 +1,40 @@
+"""Stage register: the final Siamese variant as one bundle, logged to MLflow as a model and registered under a name."""
+import argparse
+import json
+from pathlib import Path
+
+from ticketsim.config import load_params
+from ticketsim.scorer import write_bundle
+from ticketsim.serving import log_bundle
+from ticketsim.tracking import log_metrics, stage_run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset")
+    parser.add_argument("--model", required=True, help="the siamese stage's folder of the final variant")
+    parser.add_argument("--metrics", required=True, help="the final variant's metrics JSON")
+    parser.add_argument("--word2vec", required=True)
+    parser.add_argument("--char-blstm", required=True)
+    parser.add_argument("--docnade", required=True, help="the docnade stage's folder (M1, M2)")
+    parser.add_argument("--bundle", required=True, help="folder to write the bundle to")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args()
+    params = load_params(args.params)
+    cfg, final = params.siamese, params.siamese.final
+    name = cfg.registered_name(args.dataset)
+    with stage_run(params.tracking, "register", args.dataset, {"variant": final, "registered_model": name}) as run:
+        model = Path(args.model)
+        bundle = write_bundle(
+            args.bundle, text=params.text, variant=cfg.variants[final], siamese=cfg,
+            scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
+            sources={"word2vec": args.word2vec, "char_blstm": args.char_blstm, "docnade": args.docnade,
+                     "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"})
+        # The version's run holds the variant's own figures (dev.rerank.map, ...): what the retraining gate compares.
+        log_metrics(json.loads(Path(args.metrics).read_text())[f"#{final}"])
+        version = log_bundle(str(bundle), name)
+        print(f"register@{args.dataset}: {name} version {version} (run {run.info.run_id})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The quality gate: per-metric verdicts and their Markdown, the registry's champion/previous aliases, the dvc fallback."""
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from retrain_workspace import fake_version
+
+from ticketsim import cli
+from ticketsim.config import GateRule, TrackingConfig, load_params
+from ticketsim.gate import compare, dvc_baseline
+from ticketsim.retrain import gate_rules, registered_name, run_gate
+from ticketsim.tracking import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
+
+REPO = Path(__file__).resolve().parents[1]
+RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
+
+
+def test_verdicts_follow_direction_and_tolerance():
+    result = compare({"map": 0.80, "mse": 1.00}, {"map": 0.795, "mse": 0.90}, RULES)
+    assert result.passed and [r.verdict for r in result.rows] == ["worse, within tolerance 0.01", "better"]
+    worse = compare({"map": 0.80, "mse": 1.00}, {"map": 0.78, "mse": 1.06}, RULES)
+    assert not worse.passed and [r.passed for r in worse.rows] == [False, False]
+    assert compare({"map": 0.80, "mse": 1.00}, {"map": 0.81, "mse": 1.05}, RULES).passed   # exactly the tolerance
+
+
+def test_first_model_passes_and_a_missing_candidate_metric_fails():
+    first = compare(None, {"map": 0.1, "mse": 3.0}, RULES)
+    assert first.passed and first.first_model
+    assert not compare({"map": 0.8, "mse": 1.0}, {"map": 0.9}, RULES).passed
+
+
+def test_markdown_is_a_table_of_metric_champion_candidate_delta_verdict():
+    text = compare({"map": 0.80, "mse": 1.00}, {"map": 0.70, "mse": 1.00}, RULES).markdown("m v2 (run b)", "m v1 (run a)")
+    lines = text.splitlines()
+    assert lines[0] == "### Quality gate FAILED" and "m v2 (run b) vs champion m v1 (run a)" in text
+    assert "| metric | champion | candidate | delta | verdict |" in lines
+    assert "| `map` | 0.8000 | 0.7000 | -0.1000 | **worse** by more than 0.01 |" in lines
+    assert "| `mse` | 1.0000 | 1.0000 | +0.0000 | same |" in lines
+
+
+def test_gate_params_name_the_final_variants_metrics_as_mlflow_logs_them():
+    params = load_params(REPO / "params.yaml")
+    assert set(gate_rules(params)) == {"dev.rerank.map", "dev.retrieve.map_at_10", "dev.similarity.mse"}
+    assert registered_name(params) == f"{params.siamese.registered_model}-default"
+
+
+def test_dvc_baseline_reads_the_old_values_of_the_final_variants_metrics_file():
+    diff = {"metrics/default/siamese/22.json": {"#22.dev.rerank.map": {"old": 0.7, "new": 0.8, "diff": 0.1},
+                                                "#22.dev.retrieve.map@10": {"new": 0.3}, "training.epochs": {"old": 3}},
+            "metrics/semeval/siamese/22.json": {"#22.dev.rerank.map": {"old": 0.5, "new": 0.5}}}
+    assert dvc_baseline(diff, "metrics/default/siamese/22.json", "#22.") == {"dev.rerank.map": 0.7}
+
+
+def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monkeypatch, registry):
+    """No registry champion: the champion's metrics are `dvc metrics diff main`'s old values."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
+    metrics = tmp_path / "metrics" / "default" / "siamese" / "22.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text(json.dumps({"#22": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
+    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/siamese/22.json\n")
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "champion metrics"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    params = registry("fallback")
+    params = replace(params, gate=replace(params.gate, metrics={"dev.rerank.map": GateRule("max", 0.01)}, baseline_rev="main"))
+    fake_version(params, 0.80)
+    outcome = run_gate(params)
+    assert not outcome.passed and "`main` (dvc metrics diff)" in outcome.markdown and "| 0.9000 | 0.8000 |" in outcome.markdown
+    assert aliases(params.tracking, registered_name(params)) == {}
+
+
+# ---------------------------------------------------------------- the registry (a temporary SQLite store)
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> TrackingConfig:
+    root = tmp_path_factory.mktemp("registry")
+    return TrackingConfig(uri=f"sqlite:///{root / 'mlflow.db'}", experiment="gate", artifact_location=str(root / "art"))
+
+
+@pytest.fixture
+def registry(store, monkeypatch):
+    """Params on the test store, one registered model name per test."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    base = load_params(REPO / "params.yaml")
+    return lambda model: replace(base, tracking=store, siamese=replace(base.siamese, registered_model=model),
+                                 gate=replace(base.gate, baseline_rev="no-such-revision"))
+
+
+def test_promote_and_rollback_move_the_champion_and_previous_aliases(registry):
+    params = registry("aliases")
+    cfg, model = params.tracking, registered_name(params)
+    assert latest_version(cfg, model) is None and aliases(cfg, model) == {}
+    with pytest.raises(LookupError):
+        rollback(cfg, model)
+    v1, v2 = fake_version(params, 0.5), fake_version(params, 0.6)
+    assert latest_version(cfg, model).version == v2 and latest_version(cfg, model).metrics["dev.rerank.map"] == 0.6
+    assert promote(cfg, model, v1) is None and aliases(cfg, model) == {CHAMPION: v1}
+    assert promote(cfg, model, v2) == v1 and aliases(cfg, model) == {CHAMPION: v2, PREVIOUS: v1}
+    assert rollback(cfg, model) == (v1, v2) and aliases(cfg, model) == {CHAMPION: v1, PREVIOUS: v2}
+
+
+def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_and_judges_once(registry, capsys):
+    params = registry("gate")
+    cfg, model = params.tracking, registered_name(params)
+    v1 = fake_version(params, 0.70)
+    first = run_gate(params)
+    assert first.passed and first.promoted and "first model" in first.markdown and aliases(cfg, model) == {CHAMPION: v1}
+    v2 = fake_version(params, 0.75)
+    assert run_gate(params).promoted and aliases(cfg, model) == {CHAMPION: v2, PREVIOUS: v1}
+    v3 = fake_version(params, 0.60)
+    worse = run_gate(params)
+    assert not worse.passed and not worse.promoted and aliases(cfg, model)[CHAMPION] == v2
+    assert latest_version(cfg, model).tags == {"gate": "failed"} and latest_version(cfg, model).version == v3
+    again = run_gate(params)
+    assert again.passed and again.result is None and "judged before (gate: failed)" in again.markdown
+    assert run_gate(params, version=v3, promote_on_pass=False).passed is False   # judged again on request
+
+
+def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, tmp_path, capsys, monkeypatch):
+    params = registry("cli")
+    monkeypatch.setattr(cli, "load_params", lambda path: params)
+    fake_version(params, 0.7)
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
+    assert cli.main(["gate", "--summary", str(summary), "--outputs", str(outputs)]) == 0
+    printed = capsys.readouterr().out
+    assert "| metric | champion | candidate | delta | verdict |" in printed and "promoted cli-default v1 to champion" in printed
+    assert summary.read_text().startswith("### Quality gate passed")
+    assert "model_version=1\n" in outputs.read_text() and "gate=passed\n" in outputs.read_text()
+    fake_version(params, 0.1)
+    assert cli.main(["gate"]) == cli.FAILED
+    assert cli.main(["rollback"]) == cli.ERROR   # nothing before the first champion
