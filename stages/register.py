@@ -1,9 +1,10 @@
 """Stage register: the final Siamese variant as one bundle, logged to MLflow as a model and registered under a name."""
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from ticketsim.config import load_params
+from ticketsim.config import TunedVariant, build, load_params
 from ticketsim.scorer import write_bundle
 from ticketsim.serving import log_bundle
 from ticketsim.tracking import log_metrics, stage_run
@@ -25,13 +26,18 @@ def main() -> None:
     name = cfg.registered_name(args.dataset)
     with stage_run(params.tracking, "register", args.dataset, {"variant": final, "registered_model": name}) as run:
         model = Path(args.model)
+        variant = cfg.variants[final]
+        if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants
+            tuned = build(TunedVariant, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
+            cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
         bundle = write_bundle(
-            args.bundle, text=params.text, variant=cfg.variants[final], siamese=cfg,
+            args.bundle, text=params.text, variant=variant, siamese=cfg,
             scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
             sources={"word2vec": args.word2vec, "char_blstm": args.char_blstm, "docnade": args.docnade,
                      "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"})
         # The version's run holds the variant's own figures (dev.rerank.map, ...): what the retraining gate compares.
-        log_metrics(json.loads(Path(args.metrics).read_text())[f"#{final}"])
+        results = json.loads(Path(args.metrics).read_text())
+        log_metrics(next(value for key, value in results.items() if key != "training"))   # the model's one row ("#22-tuned")
         version = log_bundle(str(bundle), name)
         print(f"register@{args.dataset}: {name} version {version} (run {run.info.run_id})")
 

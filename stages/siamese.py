@@ -2,7 +2,7 @@
 import argparse
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -12,7 +12,7 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import load_checkpoint
 from ticketsim.channels.sumemb import word_vectors
 from ticketsim.channels.word2vec import load_vectors
-from ticketsim.config import load_params
+from ticketsim.config import load_params, load_tuned
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
@@ -35,7 +35,8 @@ from ticketsim.train import fit, rescale
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("dataset")
-    parser.add_argument("--variant", required=True, help="a key of siamese.variants in params.yaml")
+    parser.add_argument("--variant", required=True, help="a key of siamese.variants in params.yaml (with --variant-file: the row's name)")
+    parser.add_argument("--variant-file", help="YAML of the tune stage (channels, levels, hidden): the weights and LSTM size to train")
     parser.add_argument("--corpus", required=True, help="the prepare stage's folder")
     parser.add_argument("--tokens", required=True, help="the tokenize stage's folder")
     parser.add_argument("--word2vec", required=True, help="the word2vec stage's vectors (.kv)")
@@ -47,7 +48,12 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    cfg, variant = params.siamese, params.siamese.variants[args.variant]
+    cfg = params.siamese
+    if args.variant_file:
+        tuned = load_tuned(args.variant_file)
+        cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
+    else:
+        variant = cfg.variants[args.variant]
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)
@@ -82,6 +88,8 @@ def main() -> None:
         results = {f"#{args.variant}": evaluate_method(pairs, scores, matrix, params.evaluation, calibrator)}
         (out / "scales.json").write_text(json.dumps(scales, indent=2) + "\n")
         (out / "words.json").write_text(json.dumps(inputs.words) + "\n")  # the embedding rows, for the bundle
+        if args.variant_file:   # the register stage builds the bundle from these weights, not from siamese.variants
+            (out / "variant.json").write_text(json.dumps({**asdict(variant), "hidden": cfg.hidden}, indent=2) + "\n")
         reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
                          Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
         training = {"epochs": len(history.dev_loss), "best_epoch": history.best_epoch, "best_dev_loss": history.best_dev_loss,

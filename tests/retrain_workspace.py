@@ -27,7 +27,7 @@ from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.retrain import registered_name
-from ticketsim.tracking import log_metrics, stage_run
+from ticketsim.tracking import URI_VARIABLE, log_metrics, stage_run
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = "standin"     # the stand-in for the Siamese stage (tests/retrain_standin.py)
@@ -68,11 +68,14 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | None = None) -> Workspace:
-    """The workspace in `root`; `tracking_uri` goes in MLFLOW_TRACKING_URI (else params' SQLite file in `root`)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | None = None, remote: bool = True) -> Workspace:
+    """The workspace in `root`; `tracking_uri` goes in TICKETSIM_TRACKING_URI (else params' SQLite file in `root`).
+
+    `remote`: the default DVC remote is a folder beside `root` (else there is none, so retrain neither pulls nor pushes).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", URI_VARIABLE))}
     env.update(DVC_NO_ANALYTICS="1", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@t", **({"MLFLOW_TRACKING_URI": tracking_uri} if tracking_uri else {}))
+               GIT_COMMITTER_EMAIL="t@t", **({URI_VARIABLE: tracking_uri} if tracking_uri else {}))
     for folder in ("src", "stages"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for name in ("params.yaml", "dvc.yaml", ".dvcignore", ".dvc/config", ".dvc/.gitignore"):
@@ -105,12 +108,14 @@ def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | N
     }
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
 
-    remote = root.parent / f"{root.name}-dvc-remote"
-    for command in (["git", "init", "-q", "-b", "main"], [sys.executable, "-m", "dvc", "remote", "modify", "local", "url", str(remote)],
-                    [sys.executable, "-m", "dvc", "add", "-q", "data/labeled"], ["git", "add", "-A"],
-                    ["git", "commit", "-q", "-m", "labelled data under DVC"], [sys.executable, "-m", "dvc", "push", "-q"]):
+    storage = root.parent / f"{root.name}-dvc-remote"
+    dvc = [sys.executable, "-m", "dvc"]
+    for command in (["git", "init", "-q", "-b", "main"],
+                    [*dvc, "remote", "modify", "local", "url", str(storage)] if remote else [*dvc, "remote", "remove", "local"],
+                    [*dvc, "add", "-q", "data/labeled"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "labelled data under DVC"],
+                    *([[*dvc, "push", "-q"]] if remote else [])):
         run(command, root, env)
-    return Workspace(root, good, shuffled, remote, env)
+    return Workspace(root, good, shuffled, storage, env)
 
 
 def merge(into: dict, changes: dict) -> None:

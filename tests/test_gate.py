@@ -12,7 +12,7 @@ from ticketsim import cli
 from ticketsim.config import GateRule, TrackingConfig, load_params
 from ticketsim.gate import compare, dvc_baseline
 from ticketsim.retrain import gate_rules, registered_name, run_gate
-from ticketsim.tracking import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
+from ticketsim.tracking import CHAMPION, PREVIOUS, URI_VARIABLE, aliases, latest_version, promote, rollback
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
@@ -85,7 +85,7 @@ def store(tmp_path_factory) -> TrackingConfig:
 @pytest.fixture
 def registry(store, monkeypatch):
     """Params on the test store, one registered model name per test."""
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv(URI_VARIABLE, raising=False)
     base = load_params(REPO / "params.yaml")
     return lambda model: replace(base, tracking=store, siamese=replace(base.siamese, registered_model=model),
                                  gate=replace(base.gate, baseline_rev="no-such-revision"))
@@ -117,7 +117,7 @@ def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_a
     assert not worse.passed and not worse.promoted and aliases(cfg, model)[CHAMPION] == v2
     assert latest_version(cfg, model).tags == {"gate": "failed"} and latest_version(cfg, model).version == v3
     again = run_gate(params)
-    assert again.passed and again.result is None and "judged before (gate: failed)" in again.markdown
+    assert not again.passed and again.result is None and "judged before (gate: failed)" in again.markdown
     assert run_gate(params, version=v3, promote_on_pass=False).passed is False   # judged again on request
 
 

@@ -72,10 +72,11 @@ def server(tmp_path):
 
 
 def test_retrain_gate_and_rollback_over_http_then_a_loud_early_failure_when_the_server_is_down(tmp_path, server):
-    ws = make_workspace(tmp_path / "repo", tracking_uri=server.uri)
+    ws = make_workspace(tmp_path / "repo", tracking_uri=server.uri, remote=False)
     first = ws.ticketsim("retrain")
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"==> MLflow tracking {server.uri}: ok" in first.stdout and "first model" in first.stdout
+    assert "==> dvc pull" not in first.stdout and "==> dvc push" not in first.stdout   # no DVC remote configured
     client, model = mlflow.MlflowClient(server.uri, server.uri), f"{ws.params()['siamese']['registered_model']}-default"
     store = TrackingConfig(uri=server.uri)
     assert aliases(store, model) == {CHAMPION: "1"}

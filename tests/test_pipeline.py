@@ -41,6 +41,7 @@ def workspace(tmp_path_factory) -> Path:
     params["topics"]["docnade"]["epochs"] = 3
     params["topics"]["lda"].update(passes=2, particles=5)
     params["siamese"]["train"]["epochs"] = 2
+    params["tune"].update(n_trials=4, epochs=2)
     params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return root
@@ -64,5 +65,40 @@ def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
     table = json.loads((workspace / "metrics/default/table5.json").read_text())
     assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table)
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
-    assert [v.version for v in versions] == ["1"]
+    assert [str(v.version) for v in versions] == ["1"]
     assert (workspace / "mlartifacts").is_dir()
+
+
+SEMEVAL_TEST = """<?xml version="1.0" encoding="utf-8"?>
+<xml version="1.0">
+<OrgQuestion ORGQ_ID="Q1"><OrgQSubject>pump getting hot</OrgQSubject><OrgQBody>pump runs hot since monday</OrgQBody>
+<Thread THREAD_SEQUENCE="Q1_R1"><RelQuestion RELQ_ID="Q1_R1" RELQ_RANKING_ORDER="1" RELQ_CATEGORY="c" RELQ_DATE="d"
+ RELQ_USERID="u" RELQ_USERNAME="n" RELQ_RELEVANCE2ORGQ="?"><RelQSubject>Pump overtemperature</RelQSubject>
+<RelQBody>Bearing temperature alarm on the pump.</RelQBody></RelQuestion>
+<RelComment RELC_ID="Q1_R1_C1" RELC_DATE="d" RELC_USERID="u" RELC_USERNAME="n" RELC_RELEVANCE2ORGQ="?" RELC_RELEVANCE2RELQ="?">
+<RelCText>Replace the bearing.</RelCText></RelComment></Thread></OrgQuestion>
+<OrgQuestion ORGQ_ID="Q1"><OrgQSubject>pump getting hot</OrgQSubject><OrgQBody>pump runs hot since monday</OrgQBody>
+<Thread THREAD_SEQUENCE="Q1_R2"><RelQuestion RELQ_ID="Q1_R2" RELQ_RANKING_ORDER="2" RELQ_CATEGORY="c" RELQ_DATE="d"
+ RELQ_USERID="u" RELQ_USERNAME="n" RELQ_RELEVANCE2ORGQ="?"><RelQSubject>PLC offline</RelQSubject>
+<RelQBody>Communication loss to the PLC.</RelQBody></RelQuestion></Thread></OrgQuestion>
+</xml>
+"""
+
+
+def test_a_registered_bundle_evaluates_an_external_semeval_file_with_a_gold_file(workspace, tmp_path, monkeypatch):
+    from ticketsim.cli import main
+
+    if not (workspace / "models/default/bundle/manifest.json").exists():
+        run("dvc", "repro", cwd=workspace)
+    (tmp_path / "test.xml").write_text(SEMEVAL_TEST)
+    (tmp_path / "test.relevancy").write_text("Q1\tQ1_R1\t1\t1.0\ttrue\nQ1\tQ1_R2\t2\t0.5\tfalse\n")
+    monkeypatch.chdir(workspace)
+    code = main(["evaluate", "--model", "models/default/bundle", "--semeval", str(tmp_path / "test.xml"),
+                 "--gold", str(tmp_path / "test.relevancy"), "--out", str(tmp_path / "m.json"),
+                 "--predictions", str(tmp_path / "pred.tsv")])
+    assert code == 0
+    results = json.loads((tmp_path / "m.json").read_text())
+    assert set(results["test"]) == {"rerank", "retrieve", "similarity"}
+    lines = [line.split("\t") for line in (tmp_path / "pred.tsv").read_text().splitlines()]
+    assert [(q, r, rank) for q, r, rank, _, _ in lines] == [("Q1", "Q1_R1", "0"), ("Q1", "Q1_R2", "0")]
+    assert all(float(score) > 0 and label in ("true", "false") for *_, score, label in lines)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from retrain_workspace import Workspace, make_workspace
 
-from ticketsim.tracking import CHAMPION, PREVIOUS
+from ticketsim.tracking import CHAMPION, PREVIOUS, URI_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTER_STAGE = "register" in (yaml.safe_load((REPO / "dvc.yaml").read_text()).get("stages") or {})
@@ -28,7 +28,7 @@ TINY_PIPELINE = {
 
 def registry(ws: Workspace) -> tuple[mlflow.MlflowClient, str]:
     params = ws.params()
-    uri = ws.env.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ws.root / 'mlflow.db'}"
+    uri = ws.env.get(URI_VARIABLE) or f"sqlite:///{ws.root / 'mlflow.db'}"
     return mlflow.MlflowClient(uri, uri), f"{params['siamese']['registered_model']}-{params['retrain']['dataset']}"
 
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
+from ticketsim.config import TrainConfig
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
-from ticketsim.config import TrainConfig
 from ticketsim.train import fit, rescale
 
 WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]

@@ -26,5 +26,5 @@ def test_workflow_triggers_installs_retrains_and_reports():
     retrain = next(step for step in job["steps"] if "ticketsim retrain" in step.get("run", ""))
     assert '--summary "$GITHUB_STEP_SUMMARY"' in retrain["run"] and '--outputs "$GITHUB_OUTPUT"' in retrain["run"]
     assert set(job["outputs"]) >= {"mlflow_run_id", "model_version"}
-    assert job["env"]["MLFLOW_TRACKING_URI"] == "${{ secrets.MLFLOW_TRACKING_URI }}"
+    assert job["env"]["TICKETSIM_TRACKING_URI"] == "${{ secrets.MLFLOW_TRACKING_URI }}"
     assert "secrets.DVC_REMOTE_URL" in job["env"]["DVC_REMOTE_URL"]

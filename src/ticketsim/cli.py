@@ -33,6 +33,32 @@ def validate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def evaluate_command(args: argparse.Namespace) -> int:
+    """A trained bundle on any dataset the importer accepts: the same metrics JSON, optionally SemEval predictions."""
+    from ticketsim.evaluate.report import semeval_predictions, write_metrics
+    from ticketsim.scorer import evaluate_bundle
+
+    params = load_params(args.params)
+    if args.semeval:
+        xml = Path(args.semeval)
+        gold = Path(args.gold).resolve().as_posix() if args.gold else None
+        cfg = DatasetConfig(name=xml.stem, source="semeval2016", raw=str(xml.parent), test=xml.name, test_gold=gold)
+    else:
+        cfg = DatasetConfig(name="csv", source="csv", raw=args.csv) if args.csv else params.dataset(args.dataset)
+    try:
+        corpus = read_dataset(cfg, IntakeReport())
+    except DataError as error:
+        print(error, file=sys.stderr)
+        return FAILED
+    results, scored = evaluate_bundle(args.model, corpus, params.evaluation)
+    write_metrics(results, args.out)
+    print(json.dumps(results, indent=2))
+    if args.predictions:
+        Path(args.predictions).write_text(semeval_predictions(scored))
+        print(f"wrote {scored.height} predictions to {args.predictions} (SemEval scorer format)")
+    return 0
+
+
 def export_command(args: argparse.Namespace) -> int:
     """The synthetic corpus in the CSV layout, to try the labelled-data flow from the embedded default."""
     params, out = load_params(args.params), Path(args.out)
@@ -64,7 +90,9 @@ def pairs_add_command(args: argparse.Namespace) -> int:
     print(result.render(), file=sys.stdout if result.ok else sys.stderr)
     pointer = Path(f"{cfg.raw}.dvc")
     if result.written and pointer.exists():  # keep the DVC pointer in step, so a later `dvc pull` cannot undo the intake
-        subprocess.run([sys.executable, "-m", "dvc", "add", cfg.raw], check=True)
+        if subprocess.run([sys.executable, "-m", "dvc", "add", cfg.raw], check=False).returncode:
+            print(f"the pairs were added, but `dvc add {cfg.raw}` failed: run it before any `dvc pull`", file=sys.stderr)
+            return ERROR
         print(f"updated {pointer}: commit it with git, then `dvc push`")
     return 0 if result.ok else FAILED
 
@@ -114,6 +142,17 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument("--csv", help="a folder of tickets/queries/pairs .csv or .jsonl files")
     validate.set_defaults(run=validate_command)
 
+    evaluate = commands.add_parser("evaluate", help="score a dataset with a trained bundle and write its metrics")
+    evaluate.add_argument("--model", required=True, help="a bundle folder (the register stage's models/<dataset>/bundle)")
+    source = evaluate.add_mutually_exclusive_group(required=True)
+    source.add_argument("dataset", nargs="?", help="a key of `datasets` in params.yaml")
+    source.add_argument("--semeval", help="a SemEval-2016/2017 Task 3 XML file (its pairs are evaluated as the test split)")
+    source.add_argument("--csv", help="a folder of tickets/queries/pairs .csv or .jsonl files")
+    evaluate.add_argument("--gold", help="with --semeval: the .relevancy gold file, when the XML carries no labels")
+    evaluate.add_argument("--out", required=True, help="the metrics JSON to write")
+    evaluate.add_argument("--predictions", help="also write the pairs' scores in the SemEval scorer format here")
+    evaluate.set_defaults(run=evaluate_command)
+
     export = commands.add_parser("export", help="write the synthetic corpus as a CSV-layout folder of labelled data")
     export.add_argument("--out", default="data/labeled", help="an empty or new folder (default: data/labeled)")
     export.add_argument("--dataset", default="default", help="the dataset of params.yaml to point at it")
@@ -138,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--summary", type=Path, help="append the gate's Markdown here ($GITHUB_STEP_SUMMARY)")
         command.add_argument("--outputs", type=Path, help="append run_id=, model_version=, gate= lines here ($GITHUB_OUTPUT)")
         command.set_defaults(run=handler)
-    for command in (validate, export, add, gate, rollback_parser, run):
+    for command in (validate, evaluate, export, add, gate, rollback_parser, run):
         command.add_argument("--params", default="params.yaml")
+    from ticketsim.tune import add_tune_command  # imports torch and optuna: not at module import time
+
+    add_tune_command(commands)  # brings its own --params
     args = parser.parse_args(argv)
     try:
         return args.run(args)

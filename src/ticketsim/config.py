@@ -220,6 +220,64 @@ class RetrainConfig:
 
 
 @dataclass(frozen=True)
+class PrunerConfig:
+    """Optuna's MedianPruner: a trial stops when its dev objective at an epoch is worse than the median of earlier trials'."""
+
+    n_startup_trials: int = 3       # trials that always run to the end, so the median means something
+    n_warmup_steps: int = 1         # epochs of every trial that are never pruned
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Channel weights W ('h', 'E', 'T') and level weights V ('sub-desc', ...) -> [low, high] (tpe) or the values (grid)."""
+
+    channels: dict[str, tuple[float, ...]]
+    levels: dict[str, tuple[float, ...]]
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tune), on the train and dev pairs only."""
+
+    enabled: bool = True            # false: no search, the tuned file gets the final variant's own weights
+    storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql://... lets many machines share one study
+    study: str = "ticketsim-tune"   # study name prefix: <study>-<dataset>-<hash of the search config and data>
+    n_trials: int = 20              # finished (complete or pruned) trials of the study, over every worker and resume
+    timeout: float | None = 600.0   # seconds a worker keeps starting trials
+    workers: int = 1                # processes running trials of the study at once
+    sampler: Literal["tpe", "grid"] = "tpe"     # tpe: continuous ranges; grid: TPE over the paper's grid values only
+    mode: Literal["rescore", "retrain"] = "rescore"   # rescore: one trained model, new W and V on its cached h
+    objective: Literal["map", "mse"] = "map"    # dev rerank MAP (maximised) or dev MSE of calibrated scores (minimised)
+    ranges: SearchSpace = SearchSpace(
+        channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
+        levels={"sub-sub": (0.0, 0.4), "desc-desc": (0.0, 0.4), "sub-desc": (0.0, 0.4), "sub-sol": (0.0, 0.4), "desc-sol": (0.0, 0.4)})
+    grid: SearchSpace = SearchSpace(
+        channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
+        levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),
+                "sub-sol": (0.1, 0.15, 0.2), "desc-sol": (0.1, 0.15, 0.2)})
+    hidden: tuple[int, ...] = (50,)  # LSTM sizes to try (retrain mode; rescore keeps siamese.hidden)
+    epochs: int = 10                # training epochs per trial (retrain) or of the one model (rescore)
+    pruner: PrunerConfig = PrunerConfig()
+
+
+@dataclass(frozen=True)
+class TunedVariant:
+    """The tune stage's output file: the searched variant's weights and LSTM size, read by the final training."""
+
+    channels: dict[str, float]
+    levels: dict[str, float]
+    hidden: int
+
+    @property
+    def variant(self) -> VariantConfig:
+        return VariantConfig(channels=dict(self.channels), levels=dict(self.levels))
+
+
+def load_tuned(path: str | Path) -> TunedVariant:
+    return build(TunedVariant, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
+
+
+@dataclass(frozen=True)
 class Params:
     seed: int
     datasets: dict[str, DatasetConfig]
@@ -234,6 +292,7 @@ class Params:
     embedding: EmbeddingConfig = EmbeddingConfig()
     gate: GateConfig = GateConfig()
     retrain: RetrainConfig = RetrainConfig()
+    tune: TuneConfig = TuneConfig()
 
     def dataset(self, name: str) -> DatasetConfig:
         if name not in self.datasets:

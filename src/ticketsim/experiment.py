@@ -90,14 +90,18 @@ def predict_all(predict: Callable[[torch.Tensor], torch.Tensor], n: int, batch_s
 @torch.no_grad()
 def pool_scores(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_size: int = 256) -> ScoreMatrix:
     """g of every query against every ticket of the pool (channels computed once per text, in eval mode)."""
+    needs_q, needs_t = metric.needs()
+    values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
+                        side_channels(model, inputs.tickets, needs_t, batch_size), metric, pool=True)
+    return ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, values.numpy())
+
+
+@torch.no_grad()
+def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, set[str]],
+                  batch_size: int = 256) -> dict[str, dict[str, torch.Tensor]]:
+    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64."""
     was_training = model.training
     model.eval()
-    needs_q, needs_t = metric.needs()
-
-    def channels(side: Encoded, needs: dict[str, set[str]]) -> dict[str, dict[str, torch.Tensor]]:
-        parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
-        return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}
-
-    values = similarity(channels(inputs.queries, needs_q), channels(inputs.tickets, needs_t), metric, pool=True)
+    parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
     model.train(was_training)
-    return ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, values.numpy())
+    return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}

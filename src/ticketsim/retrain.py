@@ -42,12 +42,13 @@ class RetrainError(RuntimeError):
 class GateOutcome:
     markdown: str
     candidate: ModelVersion
-    result: GateResult | None = None    # None: the candidate was judged before, nothing new to decide
+    result: GateResult | None = None    # None: nothing new to decide (the candidate is the champion or was judged)
     promoted: bool = False
 
     @property
     def passed(self) -> bool:
-        return self.result is None or self.result.passed
+        """False also when the newest version failed the gate before: it is still not fit to be champion."""
+        return self.result.passed if self.result else self.candidate.tags.get(GATE_TAG) != "failed"
 
 
 def gate_rules(params: Params) -> dict[str, GateRule]:

@@ -57,6 +57,27 @@ def log_dict(payload: Mapping[str, Any], name: str) -> None:
     mlflow.log_dict(dict(payload), name)
 
 
+@contextmanager
+def child_run(cfg: TrackingConfig, parent_run_id: str, name: str,
+              params: Mapping[str, Any] | None = None) -> Iterator[mlflow.ActiveRun]:
+    """A run nested under `parent_run_id` (a search trial under its study's stage run), from any process.
+
+    A worker process has no active run: the parent is named by id, and the child lands in the parent's experiment.
+    """
+    mlflow.set_tracking_uri(tracking_uri(cfg))
+    parent = client(cfg).get_run(parent_run_id)
+    tags = {key: parent.data.tags.get(key, "") for key in ("stage", "dataset", "git_revision")}
+    with mlflow.start_run(experiment_id=parent.info.experiment_id, run_name=name, parent_run_id=parent_run_id,
+                          nested=True, tags=tags) as run:
+        if params:
+            mlflow.log_params({sanitize(k): v for k, v in flatten(params).items()})
+        yield run
+
+
+def set_tags(tags: Mapping[str, str]) -> None:
+    mlflow.set_tags(dict(tags))
+
+
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
         tree = dataclasses.asdict(tree)
@@ -86,6 +107,9 @@ def git_revision() -> str:
 # ---------------------------------------------------------------- the tracking server and the model registry
 
 CHAMPION, PREVIOUS = "champion", "previous"
+# Not MLFLOW_TRACKING_URI: mlflow.set_tracking_uri writes that variable, so in a process that ran one stage_run it
+# would silently override every later configuration.
+URI_VARIABLE = "TICKETSIM_TRACKING_URI"
 
 
 class TrackingUnavailable(RuntimeError):
@@ -104,8 +128,8 @@ class ModelVersion:
 
 
 def tracking_uri(cfg: TrackingConfig) -> str:
-    """MLFLOW_TRACKING_URI when set (CI passes its server that way), else params' tracking.uri."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or cfg.uri
+    """TICKETSIM_TRACKING_URI when set (CI passes its server that way), else params' tracking.uri."""
+    return os.environ.get(URI_VARIABLE) or cfg.uri
 
 
 def is_server(uri: str) -> bool:
@@ -132,7 +156,7 @@ def check_reachable(cfg: TrackingConfig, timeout_seconds: int = 10) -> None:
         client(cfg).search_experiments(max_results=1)
     except Exception as error:  # any failure (refused, timeout, 5xx, auth) means: do not start training
         raise TrackingUnavailable(f"MLflow tracking server {uri} is not reachable ({type(error).__name__}: {error}); "
-                                  "start it, or set MLFLOW_TRACKING_URI / tracking.uri to one that runs") from None
+                                  f"start it, or set {URI_VARIABLE} / tracking.uri to one that runs") from None
     finally:
         for name, value in saved.items():
             os.environ.pop(name) if value is None else os.environ.update({name: value})

@@ -1,0 +1,438 @@
+"""The Optuna search of the final variant's channel weights W, level weights V and LSTM size, on train and dev pairs only.
+
+Two modes. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev objective every
+epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
+every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
+evaluation of those weights on that h, an approximation of what retraining with them would give.
+A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
+kill, and several workers can run its trials at once.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing
+import os
+import socket
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import optuna
+import polars as pl
+import torch
+
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.config import EvaluationConfig, Params, SiameseParams, TuneConfig, TunedVariant, VariantConfig
+from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.experiment import (
+    Inputs,
+    build_inputs,
+    build_model,
+    channel_scale,
+    fingerprint,
+    metric_of,
+    pair_predictor,
+    predict_all,
+    scaled,
+    side_channels,
+)
+from ticketsim.model.inputs import encode_side, vocabulary_index
+from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.text.tokenize import Tokens
+from ticketsim.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
+from ticketsim.train import fit, rescale
+
+SEARCH_SPLITS = ("train", "dev")
+DIRECTION = {"map": "maximize", "mse": "minimize"}
+FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+
+
+def search_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The labelled pairs a search may read: train and dev. The test split is dropped before anything else sees it."""
+    return pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Everything a trial reads, built once and picklable (spawned workers get a copy). No test pair is in it."""
+
+    pairs: pl.DataFrame                     # train and dev only
+    tokens: Tokens                          # the tickets and the queries of those pairs
+    channels: tuple[ChannelVectors, ...]    # cached E, T, ... divided by their train-pair scale
+    word_table: np.ndarray                  # rows for tuple(tokens.vocabulary()["token"]), char-BLSTM part last
+    char_dim: int
+    siamese: SiameseParams
+    final: VariantConfig                    # the paper's weights: siamese.variants[siamese.final]
+    evaluation: EvaluationConfig
+    seed: int
+    cached: tuple[dict, dict] | None = None  # rescore: (query side, ticket side) channel -> component -> (n_pairs, dim)
+
+
+def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels: list[ChannelVectors],
+                  word_table: Callable[[list[str]], np.ndarray], char_dim: int) -> Problem:
+    """`word_table(words)` gives the input vectors of those words (sumemb.word_vectors in the stage)."""
+    pairs = search_pairs(pairs)
+    asked = pairs["query_id"].unique().implode()
+    tokens = Tokens(tokens.tickets, tokens.queries.filter(pl.col("query_id").is_in(asked)))
+    train = pairs.filter(pl.col("split") == "train")
+    channels = tuple(scaled(v, channel_scale(v, train)) for v in channels)
+    words = list(tokens.vocabulary()["token"])
+    return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
+                   params.siamese.variants[params.siamese.final], params.evaluation, params.seed)
+
+
+def dev_measures(problem: Problem, scores: np.ndarray) -> dict[str, float]:
+    """Dev rerank MAP and the dev MSE of scores calibrated on train (the retrieve protocol is left to the stages)."""
+    dev = evaluate_method(problem.pairs, scores, None, problem.evaluation)["dev"]
+    return {"map": dev["rerank"]["map"], "mse": dev["similarity"]["mse"]}
+
+
+def space_metric(cfg: TuneConfig) -> MetricConfig:
+    """Every channel and level the search can weigh: what a rescore cache must hold."""
+    return MetricConfig(channels=dict.fromkeys(cfg.ranges.channels, 1.0), levels=dict.fromkeys(cfg.ranges.levels, 1.0))
+
+
+def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs: int,
+                  report: Callable[[int, float], None] | None = None, objective: str = "map"):
+    """Train one model of `variant` on the train pairs (early stopping on dev); report(epoch, dev objective) each epoch."""
+    metric = metric_of(variant)
+    inputs = build_inputs(problem.tokens, [v for v in problem.channels if metric.channels.get(v.channel)], metric,
+                          problem.siamese.max_tokens)
+    torch.manual_seed(problem.seed)
+    model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim)
+    predict = pair_predictor(model, inputs, problem.pairs, metric)
+    split = problem.pairs["split"].to_list()
+    rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in SEARCH_SPLITS}
+
+    def scores() -> np.ndarray:
+        model.eval()   # fit puts it back in training mode at the next epoch
+        return predict_all(predict, problem.pairs.height)
+
+    def on_epoch(epoch: int, train_loss: float, dev_loss: float) -> None:
+        if report is not None:
+            report(epoch, dev_measures(problem, scores())[objective])
+
+    fit(model, predict, rescale(torch.tensor(problem.pairs["label"].to_list())), rows["train"], rows["dev"],
+        replace(problem.siamese.train, epochs=epochs), problem.seed, on_epoch=on_epoch)
+    return model, inputs, scores()
+
+
+def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path | None = None) -> Problem:
+    """Every pair's query and ticket vectors of every channel the space weighs, from one model of the final variant.
+
+    The model is the siamese stage's (`base_model`: its folder, trained on train pairs, early-stopped on dev) or,
+    without one, trained here for tune.epochs.
+    """
+    metric = space_metric(cfg)
+    cached = [v for v in problem.channels if v.channel in metric.channels]
+    if base_model is None:
+        model, _, _ = train_variant(problem, problem.final, problem.siamese.hidden, cfg.epochs)
+        inputs = build_inputs(problem.tokens, cached, metric, problem.siamese.max_tokens)
+    else:
+        model, words = load_model(Path(base_model), problem.final)
+        index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
+        inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q["h"]), index, problem.siamese.max_tokens,
+                                    cached, "queries"),
+                        encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t["h"]), index, problem.siamese.max_tokens,
+                                    cached, "tickets"), words)
+    needs_q, needs_t = metric.needs()
+    q_rows, t_rows = inputs.queries.row(problem.pairs["query_id"]), inputs.tickets.row(problem.pairs["ticket_id"])
+    queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t)
+    cached = ({c: {k: v[q_rows] for k, v in comps.items()} for c, comps in queries.items()},
+              {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()})
+    return replace(problem, cached=cached)
+
+
+def load_model(folder: Path, variant: VariantConfig) -> tuple[SiameseLSTM, tuple[str, ...]]:
+    """A siamese stage's best weights and embedding rows; refuses a model trained with other weights than `variant`."""
+    saved = torch.load(folder / "checkpoint.pt", weights_only=True)
+    if saved.get("variant") != asdict(variant):
+        raise ValueError(f"{folder / 'checkpoint.pt'}: trained with weights {saved.get('variant')}, not siamese.final's "
+                         f"{asdict(variant)}; point --base-model at models/<dataset>/<siamese.final> or drop it to train one here")
+    model = SiameseLSTM(SiameseConfig(**saved["model_config"]))
+    model.load_state_dict(saved["best_state_dict"])
+    return model.eval(), tuple(json.loads((folder / "words.json").read_text()))
+
+
+def rescore(problem: Problem, variant: VariantConfig) -> np.ndarray:
+    """g of every pair with new weights on the cached vectors: no training."""
+    return similarity(*problem.cached, metric_of(variant)).numpy()
+
+
+def suggest(trial: optuna.Trial, cfg: TuneConfig, default_hidden: int) -> tuple[VariantConfig, int]:
+    """One value per param, named W_<channel>, V_<level>, hidden: the columns of the MLflow and Optuna comparisons."""
+    space = cfg.grid if cfg.sampler == "grid" else cfg.ranges
+
+    def pick(name: str, values: tuple[float, ...]) -> float:
+        if cfg.sampler == "grid":
+            return trial.suggest_categorical(name, list(values))
+        return trial.suggest_float(name, *values)
+
+    channels = {c: pick(f"W_{c}", values) for c, values in space.channels.items()}
+    levels = {level: pick(f"V_{level}", values) for level, values in space.levels.items()}
+    hidden = trial.suggest_categorical("hidden", list(cfg.hidden)) if cfg.mode == "retrain" else default_hidden
+    return VariantConfig(channels=channels, levels=levels), hidden
+
+
+def trial_params(variant: VariantConfig, hidden: int, cfg: TuneConfig) -> dict[str, float]:
+    names = {f"W_{c}": w for c, w in variant.channels.items()} | {f"V_{k}": w for k, w in variant.levels.items()}
+    return names | ({"hidden": hidden} if cfg.mode == "retrain" else {})
+
+
+def tuned_from(params: dict[str, float], problem: Problem) -> TunedVariant:
+    return TunedVariant(channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
+                        levels={k[2:]: v for k, v in params.items() if k.startswith("V_")},
+                        hidden=int(params.get("hidden", problem.siamese.hidden)))
+
+
+def evaluate_trial(problem: Problem, cfg: TuneConfig, variant: VariantConfig, hidden: int,
+                   report: Callable[[int, float], None] | None = None) -> dict[str, float]:
+    """Dev MAP and MSE of one weighting: rescored on the cache, or a model trained with it."""
+    if cfg.mode == "rescore":
+        return dev_measures(problem, rescore(problem, variant))
+    _, _, scores = train_variant(problem, variant, hidden, cfg.epochs, report, cfg.objective)
+    return dev_measures(problem, scores)
+
+
+def objective(problem: Problem, cfg: TuneConfig, tracking, parent_run_id: str | None) -> Callable[[optuna.Trial], float]:
+    def run_trial(trial: optuna.Trial) -> float:
+        variant, hidden = suggest(trial, cfg, problem.siamese.hidden)
+
+        def report(epoch: int, value: float) -> None:
+            trial.report(value, epoch)
+            if parent_run_id:
+                log_metrics({"dev_objective": value}, step=epoch)
+            if trial.should_prune():
+                raise optuna.TrialPruned(f"epoch {epoch}: dev {cfg.objective} {value:.4f}")
+
+        if not parent_run_id:
+            measures = evaluate_trial(problem, cfg, variant, hidden, report)
+        else:
+            with child_run(tracking, parent_run_id, f"trial {trial.number}", trial.params):
+                try:
+                    measures = evaluate_trial(problem, cfg, variant, hidden, report)
+                except optuna.TrialPruned:
+                    set_tags({"trial_state": "pruned"})
+                    raise
+                set_tags({"trial_state": "complete"})
+                log_metrics({"dev_map": measures["map"], "dev_mse": measures["mse"]})
+        trial.set_user_attr("dev", measures)
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        return measures[cfg.objective]
+
+    return run_trial
+
+
+def storage(url: str) -> optuna.storages.BaseStorage:
+    """An RDB storage; SQLite waits up to 30 s for a lock, so a few local workers can share one file."""
+    kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+
+def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str | Path | None = None) -> str:
+    """Same search, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
+    searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
+    digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.seed,
+                                      "evaluation": asdict(problem.evaluation)}, sort_keys=True).encode())
+    digest.update(fingerprint(problem.pairs).encode())
+    for frame in (problem.tokens.tickets, problem.tokens.queries):
+        digest.update(str(frame.hash_rows(seed=0).sum()).encode())
+    for array in [problem.word_table, *(a for v in problem.channels for side in (v.queries, v.tickets) for a in side.values())]:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    if cfg.mode == "rescore" and base_model is not None:
+        digest.update((Path(base_model) / "checkpoint.pt").read_bytes())
+    return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
+
+
+def open_study(cfg: TuneConfig, name: str, seed: int) -> optuna.Study:
+    return optuna.create_study(
+        study_name=name, storage=storage(cfg.storage), load_if_exists=True, direction=DIRECTION[cfg.objective],
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=cfg.pruner.n_startup_trials, n_warmup_steps=cfg.pruner.n_warmup_steps))
+
+
+def finished(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
+
+
+def run_worker(problem: Problem, cfg: TuneConfig, name: str, worker: int, tracking=None, parent_run_id: str | None = None) -> None:
+    """One process's share: trials until the study has cfg.n_trials finished ones or cfg.timeout passes."""
+    torch.set_num_threads(problem.siamese.threads)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(cfg, name, problem.seed + worker)   # its own sampler seed: workers do not propose the same points
+    remaining = cfg.n_trials - finished(study)
+    if remaining > 0:
+        study.optimize(objective(problem, cfg, tracking, parent_run_id), n_trials=remaining, timeout=cfg.timeout,
+                       callbacks=[optuna.study.MaxTrialsCallback(cfg.n_trials, states=FINISHED)])
+
+
+def search(problem: Problem, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
+           parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
+    """Run the study with `workers` processes on its storage (1: in this process); the final variant's point first."""
+    study = open_study(cfg, name, problem.seed)
+    if finished(study) >= cfg.n_trials:
+        return study
+    if cfg.mode == "rescore" and problem.cached is None:
+        problem = with_rescore_cache(problem, cfg, base_model)
+    if cfg.sampler == "tpe" and not study.trials:
+        study.enqueue_trial(trial_params(problem.final, problem.siamese.hidden, cfg), user_attrs={"final": True})
+    if workers <= 1:
+        run_worker(problem, cfg, name, 0, tracking, parent_run_id)
+    else:
+        context = multiprocessing.get_context("spawn")
+        processes = [context.Process(target=run_worker, args=(problem, cfg, name, i, tracking, parent_run_id)) for i in range(workers)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+        failed = [p.exitcode for p in processes if p.exitcode]
+        if failed:
+            raise RuntimeError(f"study {name}: {len(failed)} of {workers} workers failed (exit codes {failed})")
+    return open_study(cfg, name, problem.seed)
+
+
+def summary(study: optuna.Study, problem: Problem, cfg: TuneConfig, default: dict[str, float], seconds: float) -> dict:
+    """Best vs the final variant's weights (dev MAP and MSE), trials by state, and the epochs pruning saved."""
+    trials = study.get_trials(deepcopy=False)
+    states = {state.name.lower(): sum(t.state == state for t in trials) for state in optuna.trial.TrialState}
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    budget = cfg.epochs * len([t for t in trials if t.state in FINISHED]) if cfg.mode == "retrain" else 0   # rescore: no epochs
+    saved = sum(cfg.epochs - len(t.intermediate_values) for t in pruned)
+    best = study.best_trial
+    return {"objective": cfg.objective, "mode": cfg.mode, "sampler": cfg.sampler, "study": study.study_name,
+            "best": {"value": best.value, "trial": best.number, "dev": best.user_attrs.get("dev", {})},
+            "default": {"value": default[cfg.objective], "dev": default},
+            "trials": {k: v for k, v in states.items() if v},
+            "pruning": {"epochs_saved": saved, "epoch_budget": budget, "share_saved": round(saved / budget, 3) if budget else 0.0},
+            "seconds": round(seconds, 1)}
+
+
+def default_measures(study: optuna.Study, problem: Problem, cfg: TuneConfig, base_model: str | Path | None = None) -> dict[str, float]:
+    """The final variant's own dev figures: its enqueued trial when it finished, else evaluated here."""
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        if trial.user_attrs.get("final"):
+            return trial.user_attrs["dev"]
+    if cfg.mode == "rescore" and problem.cached is None:
+        problem = with_rescore_cache(problem, cfg, base_model)
+    return evaluate_trial(problem, cfg, problem.final, problem.siamese.hidden)
+
+
+def write_tuned(tuned: TunedVariant, path: str | Path, note: str) -> None:
+    """The params file the final training reads: channels, levels (the variant) and hidden."""
+    rounded = lambda weights: {k: round(float(v), 4) for k, v in weights.items()}  # noqa: E731
+    body = {"channels": rounded(tuned.channels), "levels": rounded(tuned.levels), "hidden": int(tuned.hidden)}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {note}\n" + "".join(f"{key}: {json.dumps(value)}\n" for key, value in body.items()))
+
+
+def write_plots(study: optuna.Study, folder: str | Path) -> list[str]:
+    """Optimization history, parameter importances, parallel coordinates as PNGs (matplotlib: no CDN). Skips what cannot be drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as plots
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    skipped = []
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    for name, draw in (("optimization_history", plots.plot_optimization_history),
+                       ("param_importances", plots.plot_param_importances),
+                       ("parallel_coordinate", plots.plot_parallel_coordinate)):
+        try:
+            draw(study)
+            plt.gcf().set_size_inches(10, 6)
+            plt.tight_layout()
+            plt.savefig(folder / f"{name}.png", dpi=100)
+        except (ValueError, RuntimeError) as error:   # e.g. importances need two complete trials with varying params
+            skipped.append(f"{name}: {error}")
+        plt.close("all")
+    return skipped
+
+
+def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], out: str | Path, metrics: str | Path,
+        plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
+    """The tune stage: search (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
+    cfg = params.tune
+    workers = workers or cfg.workers
+    logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
+    torch.set_num_threads(params.siamese.threads)   # small matrices: a second thread on a busy box is far slower
+    with stage_run(params.tracking, "tune", dataset, logged) as parent:
+        started = time.perf_counter()
+        final = params.siamese.variants[params.siamese.final]
+        if not cfg.enabled:
+            write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden), out,
+                        f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
+            result = {"enabled": False}
+        else:
+            problem = problem if isinstance(problem, Problem) else problem()
+            name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same search and data returns at once
+            study = search(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
+            result = summary(study, problem, cfg, default_measures(study, problem, cfg, base_model), time.perf_counter() - started)
+            tuned = tuned_from(study.best_params, problem)
+            write_tuned(tuned, out, f"best of Optuna study {name} (dev {cfg.objective} {study.best_value:.4f}); "
+                                    f"written by the tune stage")
+            log_dict(asdict(tuned) | {"study": name, "value": study.best_value}, "best_params.json")
+            result["skipped_plots"] = write_plots(study, plots)
+            log_artifacts(plots)
+        Path(metrics).parent.mkdir(parents=True, exist_ok=True)
+        Path(metrics).write_text(json.dumps(result, indent=2) + "\n")
+        log_metrics({k: result[k] for k in ("best", "default", "trials", "pruning", "seconds") if k in result})
+        log_artifacts(out, metrics)
+    return result
+
+
+# ---------------------------------------------------------------- the command line: ticketsim tune DATASET --workers N
+
+def stage_problem(params: Params, dataset: str, corpus: str, tokens: str, word2vec: str, char_blstm: str,
+                  channels: list[str]) -> Problem:
+    """A Problem from the stage files (the paths of dvc.yaml's tune stage)."""
+    from ticketsim.channels.char_blstm import load_checkpoint
+    from ticketsim.channels.sumemb import word_vectors
+    from ticketsim.channels.word2vec import load_vectors
+    from ticketsim.data.tables import Corpus
+
+    chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
+    pairs = search_pairs(Corpus.read(corpus).pairs)
+    return build_problem(params, pairs, Tokens.read(tokens), [ChannelVectors.load(p) for p in channels],
+                         lambda words: word_vectors(words, vectors, chars), chars.dim)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset")
+    parser.add_argument("--workers", type=int, default=None, help="processes running trials of one study (default: tune.workers)")
+    parser.add_argument("--out", help="the tuned variant YAML (default tuned/<dataset>.yaml)")
+    parser.add_argument("--metrics", help="default metrics/<dataset>/tune.json")
+    parser.add_argument("--plots", help="default plots/<dataset>/tune")
+    parser.add_argument("--params", default="params.yaml")
+
+
+def tune_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+
+    params, data = load_params(args.params), f"data/{args.dataset}"
+    params.dataset(args.dataset)
+    base = Path(f"models/{args.dataset}/{params.siamese.final}")   # the siamese stage's model, when it has run
+    channels = [f"{data}/channels/E.npz", f"{data}/channels/T.npz"]
+    result = run(params, args.dataset,
+                 lambda: stage_problem(params, args.dataset, f"{data}/prepared", f"{data}/tokens", f"{data}/channels/word2vec.kv",
+                                       f"{data}/channels/char_blstm.pt", channels),
+                 args.out or f"tuned/{args.dataset}.yaml", args.metrics or f"metrics/{args.dataset}/tune.json",
+                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / "checkpoint.pt").is_file() else None)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def add_tune_command(subparsers) -> None:
+    """cli.py hook: `ticketsim tune DATASET --workers N`."""
+    parser = subparsers.add_parser("tune", help="Optuna search of W, V and hidden size on train+dev (the tune stage's work)")
+    add_arguments(parser)
+    parser.set_defaults(run=tune_command)

@@ -1,0 +1,170 @@
+"""The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs."""
+import json
+from dataclasses import asdict, replace
+
+import mlflow
+import numpy as np
+import optuna
+import polars as pl
+import pytest
+import torch
+
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.config import (
+    DatasetConfig,
+    Params,
+    PrunerConfig,
+    SiameseParams,
+    SyntheticConfig,
+    TextConfig,
+    TrackingConfig,
+    TrainConfig,
+    TuneConfig,
+    VariantConfig,
+    load_tuned,
+)
+from ticketsim.data.synthetic import generate
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.tune import (
+    build_problem,
+    default_measures,
+    open_study,
+    rescore,
+    run,
+    search,
+    train_variant,
+    trial_params,
+    with_rescore_cache,
+)
+
+FINAL = VariantConfig(channels={"h": 0.7, "E": 0.1, "T": 0.2},
+                      levels={"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1})
+
+
+@pytest.fixture(scope="module")
+def corpus_and_tokens():
+    corpus = generate(SyntheticConfig(n_tickets=80, n_labeled_queries=40, pairs_per_query=3, n_enduser_queries=6), seed=0)
+    return corpus, tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
+
+
+def fake_channel(name: str, corpus, seed: int) -> ChannelVectors:
+    rng = np.random.default_rng(seed)
+    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
+    return ChannelVectors(name, ids_q, ids_t, {c: rng.random((len(ids_q), 6)) for c in QUERY_COMPONENTS},
+                          {c: rng.random((len(ids_t), 6)) for c in TICKET_COMPONENTS})
+
+
+def make_params(tmp_path, **tune) -> Params:
+    return Params(seed=0, datasets={"tiny": DatasetConfig("tiny", "synthetic", "unused")},
+                  tracking=TrackingConfig(uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment="tune-test",
+                                          artifact_location=str(tmp_path / "art")),
+                  siamese=SiameseParams(hidden=8, max_tokens=20, variants={"22": FINAL}, final="22",
+                                        train=TrainConfig(epochs=3, batch_size=16, patience=3)),
+                  tune=TuneConfig(**{"storage": f"sqlite:///{tmp_path / 'optuna.db'}", "epochs": 3, "n_trials": 6,
+                                     "timeout": None, **tune}))
+
+
+def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = None):
+    table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
+    return build_problem(params, corpus.pairs if pairs is None else pairs, tokens,
+                         [fake_channel("E", corpus, 2), fake_channel("T", corpus, 3)], table, char_dim=4)
+
+
+def test_rescore_finds_weights_at_least_as_good_as_the_final_variants(tmp_path, corpus_and_tokens):
+    params = make_params(tmp_path, n_trials=12)
+    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
+    study = search(problem, params.tune, "rescore")
+    default = default_measures(study, problem, params.tune)
+    assert study.trials[0].user_attrs["final"] and study.trials[0].params == trial_params(FINAL, 8, params.tune)
+    assert len(study.trials) == 12 and study.best_value >= default["map"]
+
+
+def test_rescore_reads_the_siamese_stages_model_as_well_as_its_own(tmp_path, corpus_and_tokens):
+    params = make_params(tmp_path)
+    problem = make_problem(params, *corpus_and_tokens)
+    model, inputs, _ = train_variant(problem, FINAL, 8, params.tune.epochs)
+    torch.save({"variant": asdict(FINAL), "model_config": asdict(model.cfg), "best_state_dict": model.state_dict()},
+               tmp_path / "checkpoint.pt")
+    (tmp_path / "words.json").write_text(json.dumps(inputs.words))
+    loaded, trained = with_rescore_cache(problem, params.tune, tmp_path), with_rescore_cache(problem, params.tune)
+    other = VariantConfig(channels={"h": 0.9, "E": 0.3, "T": 0.0}, levels={"sub-sub": 0.1, "desc-sol": 0.4})
+    assert np.allclose(rescore(loaded, other), rescore(trained, other))
+    with pytest.raises(ValueError, match="not siamese.final"):
+        with_rescore_cache(replace(problem, final=other), params.tune, tmp_path)
+
+
+def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
+    params = make_params(tmp_path, n_trials=3)
+    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
+    first = search(problem, params.tune, "resumed")
+    before = [t.params for t in first.trials]
+    del first  # the process that ran it is gone; only the storage remains
+    resumed = search(problem, replace(params.tune, n_trials=5), "resumed")
+    assert len(resumed.trials) == 5 and [t.params for t in resumed.trials[:3]] == before
+    assert len(optuna.get_all_study_names(params.tune.storage)) == 1
+
+
+def test_two_worker_processes_share_one_sqlite_study(tmp_path, corpus_and_tokens):
+    # Enough trials that neither worker can finish them alone before the timeout: both must contribute.
+    params = make_params(tmp_path, n_trials=10_000, timeout=6.0)
+    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
+    study = search(problem, params.tune, "shared", workers=2)
+    workers = {t.user_attrs["worker"] for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE}
+    assert len(workers) == 2, workers
+    assert len({t.number for t in study.trials}) == len(study.trials)
+
+
+def test_a_bad_trial_is_pruned_before_its_last_epoch(tmp_path, corpus_and_tokens):
+    params = make_params(tmp_path, mode="retrain", n_trials=2, epochs=4, hidden=(8,),
+                         pruner=PrunerConfig(n_startup_trials=1, n_warmup_steps=0))
+    problem = make_problem(params, *corpus_and_tokens)
+    study = open_study(params.tune, "pruned", 0)
+    study.enqueue_trial(trial_params(FINAL, 8, params.tune))
+    # No h, E, or T to speak of: every pair scores nearly the same, the ranking is arbitrary.
+    nearly_flat = VariantConfig(channels={"h": 0.5, "E": 0.0, "T": 0.0}, levels=dict.fromkeys(FINAL.levels, 1e-6))
+    study.enqueue_trial(trial_params(nearly_flat, 8, params.tune))
+    study = search(problem, params.tune, "pruned")
+    good, bad = study.trials
+    assert good.state == optuna.trial.TrialState.COMPLETE and len(good.intermediate_values) >= 2
+    assert bad.state == optuna.trial.TrialState.PRUNED and len(bad.intermediate_values) < params.tune.epochs
+
+
+def test_the_search_never_reads_the_test_split(tmp_path, corpus_and_tokens):
+    corpus, tokens = corpus_and_tokens
+    params = make_params(tmp_path, n_trials=4)
+    problem = make_problem(params, corpus, tokens)
+    assert set(problem.pairs["split"]) == {"train", "dev"}
+    # Test pairs with other labels and unknown ids: a search that read them would change or fail.
+    is_test = pl.col("split") == "test"
+    garbage = corpus.pairs.with_columns(label=pl.when(is_test).then(6 - pl.col("label")).otherwise(pl.col("label")),
+                                        query_id=pl.when(is_test).then(pl.lit("no such query")).otherwise(pl.col("query_id")))
+    other = make_problem(params, corpus, tokens, garbage)
+    results = []
+    for name, each in (("a", problem), ("b", other)):
+        study = search(with_rescore_cache(each, params.tune), params.tune, name)
+        results.append(([t.params for t in study.trials], [t.value for t in study.trials]))
+    assert results[0] == results[1]
+
+
+def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpus_and_tokens, monkeypatch):
+    for variable in ("TICKETSIM_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(variable, raising=False)
+    params = make_params(tmp_path, n_trials=3)
+    result = run(params, "tiny", lambda: make_problem(params, *corpus_and_tokens), tmp_path / "tuned.yaml",
+                 tmp_path / "tune.json", tmp_path / "plots")
+    assert result["trials"] == {"complete": 3} and result["best"]["value"] >= result["default"]["value"]
+    tuned = load_tuned(tmp_path / "tuned.yaml")
+    assert set(tuned.channels) == {"h", "E", "T"} and set(tuned.levels) == set(FINAL.levels) and tuned.hidden == 8
+    assert (tmp_path / "plots" / "optimization_history.png").is_file()
+
+    client = mlflow.MlflowClient(tracking_uri=params.tracking.uri)
+    experiment = client.get_experiment_by_name("tune-test")
+    parent, = client.search_runs([experiment.experiment_id], "tags.stage = 'tune' and attributes.run_name = 'tune@tiny'")
+    children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert sorted(c.info.run_name for c in children) == ["trial 0", "trial 1", "trial 2"]
+    assert all({"W_h", "W_E", "W_T", "V_sub-desc"} <= set(c.data.params) and "dev_map" in c.data.metrics for c in children)
+    assert "best_params.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+    skipped = run(replace(params, tune=replace(params.tune, enabled=False)), "tiny", lambda: pytest.fail("searched"),
+                  tmp_path / "skipped.yaml", tmp_path / "skipped.json", tmp_path / "plots2")
+    assert skipped == {"enabled": False} and load_tuned(tmp_path / "skipped.yaml").variant == FINAL
