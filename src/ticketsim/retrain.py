@@ -5,7 +5,7 @@ The seam with the training pipeline (stage register@<dataset>): each model it tr
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
 {"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
 (passed / failed), so it is judged once. Without a registry champion, the champion's figures are the final variant's
-metrics file (BASELINE_FILE, as dvc.yaml's siamese stage writes it) on `gate.baseline_rev`.
+metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on `gate.baseline_rev`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ticketsim.tracking import (
 )
 
 GATE_TAG = "gate"
-BASELINE_FILE = "metrics/{dataset}/siamese/{final}.json"     # {"#<final>": results, ...}
+BASELINE_FILE = "metrics/{dataset}/siamese/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
 
 
 class RetrainError(RuntimeError):
@@ -78,8 +78,8 @@ def run_gate(params: Params, version: str | None = None, promote_on_pass: bool =
     else:
         final = params.siamese.final
         diff = dvc_metrics_diff(params.gate.baseline_rev)
-        path = BASELINE_FILE.format(dataset=params.retrain.dataset, final=final)
-        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{final}.").items()}
+        path = BASELINE_FILE.format(dataset=params.retrain.dataset)
+        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{final}-tuned.").items()}
         baseline_label = f"`{params.gate.baseline_rev}` (dvc metrics diff)"
     result = compare(baseline or None, candidate.metrics, gate_rules(params))
     tag_version(cfg, model, candidate.version, {GATE_TAG: "passed" if result.passed else "failed"})
