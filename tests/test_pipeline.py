@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import pytest
 import yaml
 
@@ -66,6 +67,18 @@ def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
     assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table)
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
     assert [str(v.version) for v in versions] == ["1"]
+    # the registered model serves texts: one calibrated 1-5 score per query-ticket row
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    try:
+        served = mlflow.pyfunc.load_model("models:/ticketsim-siamese-default/1")
+    finally:
+        mlflow.set_tracking_uri(previous)  # the process-wide URI (and MLFLOW_TRACKING_URI) as the next test expects
+    requests = pd.DataFrame({"query_subject": ["pump getting hot", "plc wont talk"], "query_description": ["temp 95 C", ""],
+                             "ticket_subject": ["Pump overtemperature"] * 2, "ticket_description": ["Bearing alarm E4711."] * 2,
+                             "ticket_solution": ["Replaced the bearing."] * 2})
+    scores = served.predict(requests)
+    assert len(scores) == 2 and all(1 <= s <= 5 for s in scores)
     assert (workspace / "mlartifacts").is_dir()
 
 

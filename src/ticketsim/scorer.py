@@ -71,8 +71,8 @@ class Scorer:
                    load_vectors(directory / FILES["word2vec"]), load_checkpoint(directory / FILES["char_blstm"]),
                    load_topic_models(directory / FILES["docnade"]), Calibrator.load(directory / FILES["calibrator"]))
 
-    def score(self, corpus: Corpus) -> tuple[np.ndarray, ScoreMatrix]:
-        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket)."""
+    def score(self, corpus: Corpus, pool: bool = True) -> tuple[np.ndarray, ScoreMatrix | None]:
+        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None)."""
         metric = metric_of(self.variant)
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus))
         channels: list[ChannelVectors] = []
@@ -83,7 +83,7 @@ class Scorer:
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens)
         model = self.model_for(inputs)
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
-        return scores, pool_scores(model, inputs, metric)
+        return scores, pool_scores(model, inputs, metric) if pool else None
 
     def model_for(self, inputs: Inputs) -> SiameseLSTM:
         """The trained LSTM with an embedding table for this vocabulary: trained rows where known, fresh ones elsewhere."""

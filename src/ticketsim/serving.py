@@ -30,7 +30,8 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         self.scorer = Scorer.load(context.artifacts["bundle"])
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.Series:
-        scores, _ = self.scorer.score(corpus_of_requests(model_input))
+        # Each request row is its own query-ticket pair: the query x pool matrix would be wasted (and n^2 large).
+        scores, _ = self.scorer.score(corpus_of_requests(model_input), pool=False)
         return pd.Series(self.scorer.calibrator(scores), name="score")
 
 
