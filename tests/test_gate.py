@@ -59,10 +59,10 @@ def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monk
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
-    metrics = tmp_path / "metrics" / "default" / "siamese" / "22.json"
+    metrics = tmp_path / "metrics" / "default" / "siamese" / "final.json"  # the final (tuned) stage's, as registered
     metrics.parent.mkdir(parents=True)
-    metrics.write_text(json.dumps({"#22": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
-    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/siamese/22.json\n")
+    metrics.write_text(json.dumps({"#22-tuned": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
+    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/siamese/final.json\n")
     subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "champion metrics"], cwd=tmp_path, check=True)
     monkeypatch.chdir(tmp_path)
