@@ -31,8 +31,15 @@ from ticketsim.tracking import URI_VARIABLE, log_metrics, stage_run
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = "standin"     # the stand-in for the Siamese stage (tests/retrain_standin.py)
-CORPUS = SyntheticConfig(n_tickets=120, n_labeled_queries=100, n_enduser_queries=8)
-INITIAL, BATCH = 40, 30  # labelled queries in the folder at first; in each batch
+
+
+@dataclass(frozen=True)
+class Deal:
+    """The generator's settings and how its labelled queries are dealt: to the folder at first, then in two batches."""
+    synthetic: SyntheticConfig = SyntheticConfig(n_tickets=120, n_labeled_queries=100, n_enduser_queries=8)
+    initial: int = 40
+    good: int = 30
+    shuffled: int = 30
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,8 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | None = None, remote: bool = True) -> Workspace:
+def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | None = None, remote: bool = True,
+                   deal: Deal = Deal()) -> Workspace:
     """The workspace in `root`; `tracking_uri` goes in TICKETSIM_TRACKING_URI (else params' SQLite file in `root`).
 
     `remote`: the default DVC remote is a folder beside `root` (else there is none, so retrain neither pulls nor pushes).
@@ -83,14 +91,16 @@ def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | N
         shutil.copy2(REPO / name, root / name)
     shutil.copy2(REPO / "tests" / "retrain_standin.py", root / "stages" / f"{STANDIN}.py")
 
-    full = generate(CORPUS, seed=13)
+    full = generate(deal.synthetic, seed=13)
     labelled = full.pairs.filter(pl.col("split") != "test")["query_id"].unique(maintain_order=True).to_list()
-    keep = set(labelled[:INITIAL]) | set(full.pairs.filter(pl.col("split") == "test")["query_id"])
+    assert len(labelled) >= deal.initial + deal.good + deal.shuffled, "the generator made too few labelled queries"
+    good_end = deal.initial + deal.good
+    keep = set(labelled[:deal.initial]) | set(full.pairs.filter(pl.col("split") == "test")["query_id"])
     write_corpus(Corpus(full.tickets, full.queries.filter(pl.col("query_id").is_in(keep)),
                         full.pairs.filter(pl.col("query_id").is_in(keep))), root / "data" / "labeled")
     full.pairs.select("query_id", "ticket_id", "label").write_csv(root / "reference.csv")
-    good = batch(full, labelled[INITIAL:INITIAL + BATCH], root / "batches" / "good.csv", shuffle=False)
-    shuffled = batch(full, labelled[INITIAL + BATCH:INITIAL + 2 * BATCH], root / "batches" / "shuffled.csv", shuffle=True)
+    good = batch(full, labelled[deal.initial:good_end], root / "batches" / "good.csv", shuffle=False)
+    shuffled = batch(full, labelled[good_end:good_end + deal.shuffled], root / "batches" / "shuffled.csv", shuffle=True)
 
     settings = yaml.safe_load((root / "params.yaml").read_text())
     settings["datasets"] = {"default": {"source": "csv", "raw": "data/labeled"}}

@@ -7,7 +7,7 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import TrainConfig
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig
-from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.model.siamese import SiameseConfig, SiameseLSTM, Texts
 from ticketsim.train import fit, rescale
 
 WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]
@@ -79,3 +79,19 @@ def test_resume_from_checkpoint_ends_where_an_uninterrupted_run_ends(tmp_path):
     for name, value in model.state_dict().items():
         assert torch.equal(value, expected[name]), name
     assert torch.load(tmp_path / "ckpt.pt", weights_only=True)["model_config"] == {"hidden": 12}
+
+
+@pytest.mark.parametrize("pooling", ["mean", "last"])
+def test_h_pools_the_lstm_states_of_each_text_and_ignores_padding(pooling):
+    torch.manual_seed(0)
+    model = SiameseLSTM(SiameseConfig(vocab_size=6, word_dim=3, char_dim=2, hidden=4, dropout=0.0, pooling=pooling)).eval()
+    ids = torch.tensor([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
+    padded = torch.cat([ids, torch.zeros(2, 4, dtype=torch.long)], dim=1)    # more padding changes nothing
+    with torch.no_grad():
+        h = model.encode(Texts(ids, torch.tensor([3, 2])))
+        assert torch.allclose(h, model.encode(Texts(padded, torch.tensor([3, 2]))), atol=1e-6)
+        for row, length in enumerate((3, 2)):     # each text alone, unpadded, through the plain LSTM
+            x = torch.cat([model.word(ids[row:row + 1, :length]), model.char(ids[row:row + 1, :length])], dim=-1)
+            states, _ = model.lstm(x)
+            expected = states[0].mean(0) if pooling == "mean" else states[0, -1]
+            assert torch.allclose(h[row], expected, atol=1e-6)

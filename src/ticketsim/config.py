@@ -181,6 +181,7 @@ class SiameseParams:
     hidden: int = 50
     dropout: float = 0.2
     finetune: Literal["none", "char", "all"] = "none"   # parts of the 350-d word vectors that train with the LSTM
+    pooling: Literal["mean", "last"] = "mean"           # h = mean of the LSTM states | the last state (the paper)
     max_tokens: int = 100        # per component: SemEval comment threads run to thousands of tokens
     train: TrainConfig = TrainConfig()
     variants: dict[str, VariantConfig] = field(default_factory=dict)

@@ -63,7 +63,8 @@ def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int) -> Si
     """word_table: (n_words, word_dim + char_dim) rows for Inputs.words, the char-BLSTM part last."""
     table = torch.cat([torch.zeros(1, word_table.shape[1]), torch.from_numpy(np.asarray(word_table, dtype=np.float32))])
     model_cfg = SiameseConfig(vocab_size=table.shape[0], word_dim=table.shape[1] - char_dim, char_dim=char_dim,
-                              hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune)
+                              hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune,
+                              pooling=cfg.pooling)
     return SiameseLSTM(model_cfg, table)
 
 

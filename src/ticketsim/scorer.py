@@ -75,19 +75,22 @@ class Scorer:
         """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None)."""
         metric = metric_of(self.variant)
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus))
+        # Every word through the char-BLSTM once: the rows feed channel E and the LSTM's embedding table alike.
+        table = word_vectors(list(tokens.vocabulary()["token"]), self.word2vec, self.chars)
         channels: list[ChannelVectors] = []
         if metric.channels.get("E"):
-            channels.append(sumemb_vectors(tokens, self.word2vec, self.chars)[0])
+            channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
         if metric.channels.get("T"):
             channels.append(topic_vectors(tokens, self.topics))
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens)
-        model = self.model_for(inputs)
+        model = self.model_for(inputs, table)
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
         return scores, pool_scores(model, inputs, metric) if pool else None
 
-    def model_for(self, inputs: Inputs) -> SiameseLSTM:
-        """The trained LSTM with an embedding table for this vocabulary: trained rows where known, fresh ones elsewhere."""
-        table = torch.from_numpy(word_vectors(list(inputs.words), self.word2vec, self.chars))
+    def model_for(self, inputs: Inputs, word_table: np.ndarray) -> SiameseLSTM:
+        """The trained LSTM with an embedding table for this vocabulary (word_table: word_vectors of inputs.words):
+        trained rows where known, fresh ones elsewhere."""
+        table = torch.from_numpy(np.array(word_table, dtype=np.float32))
         trained = {w: i for i, w in enumerate(self.words, start=1)}
         known = [(row, trained[w]) for row, w in enumerate(inputs.words) if w in trained]
         if known:

@@ -372,6 +372,7 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
             write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden), out,
                         f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
             result = {"enabled": False}
+            Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
             problem = problem if isinstance(problem, Problem) else problem()
             name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same search and data returns at once

@@ -38,14 +38,18 @@ class SumembReport:
     dim: int
 
 
-def sumemb_vectors(tokens: Tokens, word2vec: KeyedVectors, chars: CharEncoder) -> tuple[ChannelVectors, SumembReport]:
-    """E of every component of every ticket and query; each distinct word is encoded once."""
+def sumemb_vectors(tokens: Tokens, word2vec: KeyedVectors, chars: CharEncoder,
+                   table: np.ndarray | None = None) -> tuple[ChannelVectors, SumembReport]:
+    """E of every component of every ticket and query; each distinct word is encoded once.
+
+    `table`: word_vectors of tokens.vocabulary()'s words, when the caller has them already (the scorer reuses them).
+    """
     vocabulary = tokens.vocabulary()
     words = vocabulary["token"].to_list()
     index = {word: i for i, word in enumerate(words)}
     # Summed in float64: over a 400-word SemEval comment thread float32 would drift, and a merged component then
     # equals the sum of its parts up to the final float32 rounding.
-    table = word_vectors(words, word2vec, chars).astype(np.float64)
+    table = (word_vectors(words, word2vec, chars) if table is None else table).astype(np.float64)
     query_texts, ticket_texts = component_texts(tokens)
     vectors = ChannelVectors(
         channel="E", query_ids=tuple(tokens.queries["query_id"]), ticket_ids=tuple(tokens.tickets["ticket_id"]),
