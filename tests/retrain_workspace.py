@@ -151,8 +151,9 @@ def batch(full: Corpus, query_ids: list[str], path: Path, shuffle: bool) -> Path
     return path
 
 
-def fake_version(params: Params, rerank_map: float, mse: float = 1.0, retrieve_map: float = 0.5) -> str:
+def fake_version(params: Params, rerank_map: float, mse: float = 1.0, retrieve_map: float = 0.5, pearson: float = 0.3) -> str:
     """A model version as the register stage leaves one: a run with the final variant's results, registered."""
     with stage_run(params.tracking, "register", params.retrain.dataset) as run:
-        log_metrics({"dev": {"rerank": {"map": rerank_map}, "similarity": {"mse": mse}, "retrieve": {"map@10": retrieve_map}}})
+        log_metrics({"dev": {"rerank": {"map": rerank_map}, "similarity": {"mse": mse, "pearson": pearson},
+                             "retrieve": {"map@10": retrieve_map}}})
     return register(params.tracking, registered_name(params), run.info.run_id)

@@ -43,7 +43,8 @@ def test_markdown_is_a_table_of_metric_champion_candidate_delta_verdict():
 
 def test_gate_params_name_the_final_variants_metrics_as_mlflow_logs_them():
     params = load_params(REPO / "params.yaml")
-    assert set(gate_rules(params)) == {"dev.rerank.map", "dev.retrieve.map_at_10", "dev.similarity.mse"}
+    assert set(gate_rules(params)) == {"dev.rerank.map", "dev.retrieve.map_at_10", "dev.similarity.mse",
+                                       "dev.similarity.pearson"}
     assert registered_name(params) == f"{params.siamese.registered_model}-default"
 
 

@@ -1,4 +1,9 @@
 """The Replicated Siamese LSTM and the one trainer: shared weights, overfitting a tiny set, resuming from a checkpoint."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import polars as pl
 import pytest
 import torch
@@ -95,3 +100,24 @@ def test_h_pools_the_lstm_states_of_each_text_and_ignores_padding(pooling):
             states, _ = model.lstm(x)
             expected = states[0].mean(0) if pooling == "mean" else states[0, -1]
             assert torch.allclose(h[row], expected, atol=1e-6)
+
+
+TRAIN_ONCE = """
+import sys, torch
+sys.path.insert(0, {tests!r})
+from test_siamese import tiny_problem
+from ticketsim.config import TrainConfig
+from ticketsim.train import fit
+model, predict, targets, rows = tiny_problem()
+model.drop.p = 0.3
+fit(model, predict, targets, rows[:18], rows[18:], TrainConfig(epochs=2, batch_size=6), seed=0)
+print(repr(sum(float(p.double().sum()) for p in model.parameters())))
+"""
+
+
+def test_training_does_not_depend_on_pythons_string_hashing():
+    """Each process hashes strings with its own seed: nothing the trainer iterates over may follow that order."""
+    script = TRAIN_ONCE.format(tests=str(Path(__file__).parent))
+    runs = {subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           capture_output=True, text=True, check=True).stdout for seed in range(4)}
+    assert len(runs) == 1, runs

@@ -98,7 +98,7 @@ def pool_scores(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_
 
 
 @torch.no_grad()
-def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, set[str]],
+def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]],
                   batch_size: int = 256) -> dict[str, dict[str, torch.Tensor]]:
     """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64."""
     was_training = model.training

@@ -37,7 +37,7 @@ class Encoded:
     texts: dict[str, Texts]
     cached: dict[str, dict[str, torch.Tensor]]
 
-    def take(self, rows: torch.Tensor, needs: Mapping[str, set[str]]) -> Side:
+    def take(self, rows: torch.Tensor, needs: Mapping[str, Sequence[str]]) -> Side:
         """The rows' inputs for the channels and components the metric needs (channel -> components)."""
         side: dict[str, dict[str, object]] = {}
         for channel, components in needs.items():

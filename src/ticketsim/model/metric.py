@@ -27,11 +27,16 @@ class MetricConfig:
     def level_pairs(self) -> list[tuple[str, str, float]]:
         return [(*key.split("-"), weight) for key, weight in self.levels.items() if weight]
 
-    def needs(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-        """(query side, ticket side): channel -> the components the weighted levels read."""
+    def needs(self) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+        """(query side, ticket side): channel -> the components the weighted levels read, sorted.
+
+        Sorted, not a set: the LSTM encodes components in this order and each draws its dropout masks in turn, so a
+        set's order (it follows Python's per-process string hashing) would make every training run different.
+        """
         channels = [c for c, w in self.channels.items() if w]
         pairs = self.level_pairs()
-        return ({c: {p for p, _, _ in pairs} for c in channels}, {c: {q for _, q, _ in pairs} for c in channels})
+        return ({c: tuple(sorted({p for p, _, _ in pairs})) for c in channels},
+                {c: tuple(sorted({q for _, q, _ in pairs})) for c in channels})
 
 
 def paired_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
