@@ -110,6 +110,7 @@ CHAMPION, PREVIOUS = "champion", "previous"
 # Not MLFLOW_TRACKING_URI: mlflow.set_tracking_uri writes that variable, so in a process that ran one stage_run it
 # would silently override every later configuration.
 URI_VARIABLE = "TICKETSIM_TRACKING_URI"
+SQLITE = "sqlite:///"
 
 
 class TrackingUnavailable(RuntimeError):
@@ -128,8 +129,16 @@ class ModelVersion:
 
 
 def tracking_uri(cfg: TrackingConfig) -> str:
-    """TICKETSIM_TRACKING_URI when set (CI passes its server that way), else params' tracking.uri."""
-    return os.environ.get(URI_VARIABLE) or cfg.uri
+    """TICKETSIM_TRACKING_URI when set (CI passes its server that way), else params' tracking.uri.
+
+    A relative SQLite path is made absolute against the working directory: MLflow keeps one store per URI string for
+    the life of a process, so `sqlite:///mlflow.db` used in a second folder would still reach the first folder's file.
+    """
+    uri = os.environ.get(URI_VARIABLE) or cfg.uri
+    relative = uri.removeprefix(SQLITE)
+    if uri.startswith(SQLITE) and not relative.startswith("/") and relative != ":memory:":
+        return SQLITE + str(Path(relative).resolve())
+    return uri
 
 
 def is_server(uri: str) -> bool:
