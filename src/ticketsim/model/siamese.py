@@ -55,7 +55,7 @@ class SiameseLSTM(nn.Module):
 
         An empty text reads one padding step. The mean is the default: the last state of a 100-token ticket and of a
         10-token query differ by their length before they differ by their meaning, and from a few hundred pairs the
-        LSTM learnt nothing but the label mean that way (README, "Departures from the paper").
+        LSTM learnt nothing but the label mean that way (README, the Siamese LSTM section: `siamese.pooling`).
         """
         x = self.drop(torch.cat([self.word(texts.ids), self.char(texts.ids)], dim=-1))
         packed = pack_padded_sequence(x, texts.lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
