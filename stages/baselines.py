@@ -21,7 +21,8 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    with stage_run(params.tracking, "baselines", args.dataset, {"bm25": params.bm25, "evaluation": params.evaluation}):
+    with stage_run(params.tracking, "baselines", args.dataset, {"bm25": params.bm25, "evaluation": params.evaluation},
+                   corpus=args.corpus, raw=params.dataset(args.dataset).raw, context="eval"):
         pairs, tokens = Corpus.read(args.corpus).pairs, Tokens.read(args.tokens)
         bm25 = bm25_matrix(tokens, params.bm25)
         results = {"bm25": evaluate_method(pairs, bm25.pair_scores(pairs), bm25, params.evaluation)}
@@ -29,7 +30,7 @@ def main() -> None:
         if source_order is not None:
             results["source_order"] = evaluate_method(pairs, source_order, None, params.evaluation)
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: baselines")
-        log_metrics(results)
+        log_metrics(results, by_method=True)   # one child run per method (bm25, source_order), the same keys in each
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -22,11 +22,12 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     spec = params.rows[args.channel]
-    with stage_run(params.tracking, f"rows_{args.channel}", args.dataset, {"rows": spec, "evaluation": params.evaluation}):
+    with stage_run(params.tracking, f"rows_{args.channel}", args.dataset, {"rows": spec, "evaluation": params.evaluation},
+                   tags={"channel": args.channel}, corpus=args.corpus, raw=params.dataset(args.dataset).raw, context="eval"):
         pairs, vectors = Corpus.read(args.corpus).pairs, ChannelVectors.load(args.vectors)
         results = channel_rows(pairs, vectors, spec.levels, spec.distances, params.evaluation)
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: channel {args.channel} rows")
-        log_metrics(results)
+        log_metrics(results, by_method=True)   # one child run per row, tagged method: the same keys in every row
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

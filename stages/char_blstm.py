@@ -19,7 +19,8 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg = params.embedding.char_blstm
-    with stage_run(params.tracking, "char_blstm", args.dataset, {"embedding.char_blstm": cfg, "seed": params.seed}):
+    with stage_run(params.tracking, "char_blstm", args.dataset, {"embedding.char_blstm": cfg, "seed": params.seed},
+                   raw=params.dataset(args.dataset).raw):
         word2vec = load_vectors(args.word2vec)
         encoder, report = train_char_blstm(word2vec.index_to_key, word2vec.vectors, cfg, params.seed)
         save_checkpoint(encoder, args.out)

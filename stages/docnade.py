@@ -19,7 +19,7 @@ def main() -> None:
     params = load_params(args.params)
     cfg = params.topics
     run_params = {"seed": params.seed, "topics": {k: v for k, v in vars(cfg).items() if k not in ("top_words", "space")}}
-    with stage_run(params.tracking, "docnade", args.dataset, run_params):
+    with stage_run(params.tracking, "docnade", args.dataset, run_params, raw=params.dataset(args.dataset).raw):
         tokens = Tokens.read(args.tokens)
         models = fit_topic_models(tokens, cfg, params.seed)
         for model in models.values():

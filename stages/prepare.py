@@ -1,11 +1,11 @@
-"""Stage prepare: one dataset's raw files -> validated tickets, queries and pairs (Parquet) + an intake report."""
+"""Stage prepare: one dataset's raw files (or the generator) -> validated tickets, queries and pairs (Parquet) + an intake report."""
 import argparse
 import json
 import sys
 from pathlib import Path
 
 from ticketsim.config import load_params
-from ticketsim.data.sources import read_dataset
+from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import DataError, IntakeReport
 from ticketsim.tracking import log_artifacts, log_metrics, stage_run
 
@@ -18,10 +18,10 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg = params.dataset(args.dataset)
-    with stage_run(params.tracking, "prepare", args.dataset, {"dataset": cfg}):
+    with stage_run(params.tracking, "prepare", args.dataset, {"dataset": cfg}, corpus=args.out, raw=cfg.raw, context="output"):
         report = IntakeReport()
         try:
-            corpus = read_dataset(cfg, report)
+            corpus = load_corpus(params, args.dataset, report)
         except DataError as error:
             sys.exit(f"prepare@{args.dataset}: {error}")
         out = Path(args.out)

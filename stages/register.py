@@ -24,7 +24,8 @@ def main() -> None:
     params = load_params(args.params)
     cfg, final = params.siamese, params.siamese.final
     name = cfg.registered_name(args.dataset)
-    with stage_run(params.tracking, "register", args.dataset, {"variant": final, "registered_model": name}) as run:
+    with stage_run(params.tracking, "register", args.dataset, {"variant": final, "registered_model": name},
+                   tags={"variant": final}, raw=params.dataset(args.dataset).raw) as run:
         model = Path(args.model)
         variant = cfg.variants[final]
         if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants

@@ -57,7 +57,10 @@ def main() -> None:
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)
-    with stage_run(params.tracking, f"siamese#{args.variant}", args.dataset, logged):
+    stage = "final" if args.variant_file else "siamese"    # one stage tag for all variants: the variant is a tag and a param
+    with stage_run(params.tracking, stage, args.dataset, logged, name=f"{stage}#{args.variant}@{args.dataset}",
+                   tags={"variant": args.variant, "method": f"#{args.variant}"}, corpus=args.corpus,
+                   raw=params.dataset(args.dataset).raw):
         started = time.perf_counter()
         corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
         pairs, train_pairs = corpus.pairs, corpus.split("train")
@@ -96,7 +99,7 @@ def main() -> None:
                     "seconds": round(time.perf_counter() - started, 1)}
         Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
         Path(args.metrics).write_text(json.dumps({**results, "training": training}, indent=2) + "\n")
-        log_metrics({**results, "training": training})
+        log_metrics({**results[f"#{args.variant}"], "training": training})   # dev.rerank.map, ...: the same keys in every variant
         log_artifacts(args.metrics, out / "calibrator.json", out / "scales.json", args.plots)
 
 

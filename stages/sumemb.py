@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    with stage_run(params.tracking, "sumemb", args.dataset):
+    with stage_run(params.tracking, "sumemb", args.dataset, raw=params.dataset(args.dataset).raw):
         started = time.perf_counter()
         tokens, word2vec, chars = Tokens.read(args.tokens), load_vectors(args.word2vec), load_checkpoint(args.char_blstm)
         vectors, report = sumemb_vectors(tokens, word2vec, chars)

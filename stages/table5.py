@@ -19,11 +19,11 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    with stage_run(params.tracking, "table5", args.dataset):
+    with stage_run(params.tracking, "table5", args.dataset, raw=params.dataset(args.dataset).raw, context="eval"):
         paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
         results = table5([json.loads(p.read_text()) for p in paths])
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: Table 5")
-        log_metrics(results)
+        log_metrics(results, by_method=True)   # one child run per method: compare them all, one column per figure
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -21,7 +21,8 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    with stage_run(params.tracking, "tokenize", args.dataset, {"text": params.text}):
+    with stage_run(params.tracking, "tokenize", args.dataset, {"text": params.text}, corpus=args.corpus,
+                   raw=params.dataset(args.dataset).raw):
         corpus = Corpus.read(args.corpus)
         tokens = tokenize_corpus(corpus, make_tokenizer(params.text, corpus))
         tokens.write(args.out)

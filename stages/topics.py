@@ -19,7 +19,8 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg = params.topics
-    with stage_run(params.tracking, "topics", args.dataset, {"topics": {"top_words": cfg.top_words, "space": cfg.space}}):
+    with stage_run(params.tracking, "topics", args.dataset, {"topics": {"top_words": cfg.top_words, "space": cfg.space}},
+                   raw=params.dataset(args.dataset).raw):
         models = load_topic_models(args.models)
         topic_vectors(Tokens.read(args.tokens), models, cfg.space).save(args.out)
         reports = Path(args.reports)

@@ -20,7 +20,8 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg = params.embedding.word2vec
-    with stage_run(params.tracking, "word2vec", args.dataset, {"embedding.word2vec": cfg, "seed": params.seed}):
+    with stage_run(params.tracking, "word2vec", args.dataset, {"embedding.word2vec": cfg, "seed": params.seed},
+                   raw=params.dataset(args.dataset).raw):
         started = time.perf_counter()
         tokens = Tokens.read(args.tokens)
         pretrained = load_pretrained(cfg.pretrained) if cfg.pretrained else None

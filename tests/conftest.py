@@ -1,9 +1,20 @@
-"""Shared fixtures: the SemEval-2016 Task 3 files live in ../shared beside the repo, never in it."""
+"""Shared fixtures: the SemEval-2016 Task 3 files (in ../shared beside the repo, never in it) and one real pipeline run.
+
+`repro_workspace` is what a user who clones the repo has (its tracked files, no outputs, no ../shared beside it) after
+`dvc repro` with small params: built once per session, read by every test of the real pipeline, never modified.
+"""
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-SEMEVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "semeval2016-task3"
+REPO = Path(__file__).resolve().parents[1]
+SEMEVAL_DIR = REPO.parent / "shared" / "data" / "semeval2016-task3"
+OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 
 
 @pytest.fixture(scope="session")
@@ -11,3 +22,48 @@ def semeval_dir() -> Path:
     if not (SEMEVAL_DIR / "SemEval2016-Task3-CQA-QL-dev.xml").is_file():
         pytest.skip(f"SemEval-2016 Task 3 files not found in {SEMEVAL_DIR}")
     return SEMEVAL_DIR
+
+
+def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subprocess.CompletedProcess:
+    """`python -m <args>` (or `python <script> ...` with module=False) in `cwd`; with check, a failure shows its output."""
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    done = subprocess.run([sys.executable, *(["-m"] if module else []), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert not check or done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def small_params(params: dict) -> dict:
+    """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
+    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
+    params["embedding"]["word2vec"]["epochs"] = 2
+    params["embedding"]["char_blstm"]["epochs"] = 2
+    params["topics"].update(n_topics=8, heldout=10)
+    params["topics"]["docnade"]["epochs"] = 3
+    params["topics"]["lda"].update(passes=2, particles=5)
+    params["siamese"]["train"]["epochs"] = 2
+    params["tune"].update(n_trials=4, epochs=2)
+    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
+    return params
+
+
+def clone(root: Path) -> Path:
+    """The repo's tracked files (and new ones not yet committed) in `root`, as `git clone` gives them: no outputs."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()
+    for name in listed:
+        if (REPO / name).is_file() and not name.startswith(OUTPUTS) and name != "dvc.lock":
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def repro_workspace(tmp_path_factory) -> Path:
+    root = clone(tmp_path_factory.mktemp("clone"))
+    assert not (root.parent / "shared").exists()   # as on a user's machine: no SemEval files beside the clone
+    params = small_params(yaml.safe_load((root / "params.yaml").read_text()))
+    assert set(params["datasets"]) == {"default"}, "the default datasets must need no file outside the repo"
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run("dvc", "repro", cwd=root)
+    return root

@@ -44,3 +44,13 @@ def test_ranking_measures_are_unchanged_by_a_strictly_monotone_map_of_the_scores
     # Calibration is such a map (monotone), so ranking is measured on raw scores and calibration cannot move it.
     assert ranking(raw) == ranking(np.exp(2 * raw) + 7)
     assert ranking(raw) != ranking(-raw)  # the measures do see the order
+
+
+def test_the_fitted_map_is_scikit_learns_isotonic_regression():
+    rng = np.random.default_rng(0)
+    grid = np.linspace(-0.1, 1.1, 2001)
+    for _ in range(300):
+        n = int(rng.integers(1, 300))
+        scores, labels = np.round(rng.random(n), int(rng.integers(1, 4))), rng.choice([1, 3, 5], n)   # with ties
+        expected = IsotonicRegression(y_min=1.0, y_max=5.0, out_of_bounds="clip").fit(scores, labels)
+        assert np.abs(fit_calibrator(scores, labels)(grid) - expected.predict(grid)).max() < 1e-9

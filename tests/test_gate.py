@@ -124,7 +124,7 @@ def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_a
 
 def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, tmp_path, capsys, monkeypatch):
     params = registry("cli")
-    monkeypatch.setattr(cli, "load_params", lambda path: params)
+    monkeypatch.setattr("ticketsim.config.load_params", lambda path: params)
     fake_version(params, 0.7)
     summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
     assert cli.main(["gate", "--summary", str(summary), "--outputs", str(outputs)]) == 0

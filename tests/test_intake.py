@@ -3,6 +3,7 @@
 Tiny CSV/JSONL folders and SemEval-format XML snippets are built in tmp_path; the real SemEval-2016 Task 3 files
 are read in place from ../shared beside the repo (skipped when absent).
 """
+import csv
 import json
 
 import polars as pl
@@ -70,7 +71,7 @@ def test_csv_missing_column(tmp_path, table, header):
     files = {"tickets": TICKETS, "queries": QUERIES, "pairs": PAIRS}
     files[table] = header + "\n" + "\n".join(line.rsplit(",", 1)[0] for line in files[table].splitlines()[1:]) + "\n"
     missing = ({"tickets": "solution", "queries": "subject", "pairs": "label"})[table]
-    only(fails(intake, make(tmp_path, **files)), tmp_path / "raw" / f"{table}.csv", "missing column", missing)
+    only(fails(intake, make(tmp_path, **files)), f"{tmp_path / 'raw' / table}.csv:1: ", "missing column", missing)
 
 
 @pytest.mark.parametrize("table, records, line, field, n", [
@@ -446,9 +447,25 @@ def test_semeval_unknown_relevance_without_gold(tmp_path, relevance):
 
 
 def test_semeval_repeated_org_question_with_other_text(tmp_path):
-    path = xml(tmp_path, org("Q1", "Q1_R1"), org("Q1", "Q1_R2", body="Another text"))
+    """The refusal says which field differs and shows both values (shortened), not just 'a duplicate'."""
+    long = "Another text " + "x" * 500
+    path = xml(tmp_path, org("Q1", "Q1_R1"), org("Q1", "Q1_R2", body=long))
     first, second = (f"{path}:{line_of(path, '<OrgQuestion', n)}" for n in (0, 1))
-    only(fails(semeval, tmp_path, train=("part.xml",)), second, "'Q1'", "duplicate", f"first at {first}")
+    problem = only(fails(semeval, tmp_path, train=("part.xml",)), f"{second}: query_id 'Q1'", "description (OrgQBody)",
+                   "'How do I renew my visa?'", f"at {first}", "'Another text xxx", f"({len(long)} characters)")
+    assert len(problem.replace(str(path), "")) < 200, problem
+
+
+def test_semeval_repeated_org_question_with_an_empty_body_is_filled_and_counted(tmp_path):
+    """An empty body in one copy is tolerated like other empty components: the other copy's text, counted."""
+    xml(tmp_path, org("Q1", "Q1_R1", body=""), org("Q1", "Q1_R2"), org("Q1", "Q1_R3", body=""), org("Q2", "Q2_R1", body=""))
+    report = IntakeReport()
+    corpus = sources.read_dataset(DatasetConfig(name="s", source="semeval2016", raw=str(tmp_path), train=("part.xml",)), report)
+    assert corpus.queries.rows() == [("Q1", "Visa Q1", "How do I renew my visa?"), ("Q2", "Visa Q2", "")]
+    assert corpus.pairs.height == 4
+    assert report.counts["queries with an empty description in a repeated copy, filled from another"] == 2
+    assert report.counts["repeated query_id records merged"] == 2
+    assert report.counts["queries with empty description"] == 1   # Q2: empty in its only copy
 
 
 def test_semeval_malformed_xml(tmp_path):
@@ -510,3 +527,85 @@ def test_semeval_gold_not_utf8(tmp_path):
     gold = gold_case(tmp_path, GOLD)
     gold.write_bytes(gold.read_bytes().replace(b"Q2 Q2_R1 1 3.5", b"Q2 Q2_R1 1 3\xe9"))
     only(fails(semeval, tmp_path, test="test.xml", test_gold="test.relevancy"), f"{gold}:4")
+
+
+# ---------------------------------------------------------------- 14. bad input is a DataError, never a traceback (issue 13 §4)
+
+def test_csv_field_longer_than_the_csv_default_limit_reads_like_jsonl(tmp_path):
+    log = "kernel: oops at 0xdeadbeef\n" * 8000   # a pasted log: 216,000 characters, over csv's 131,072
+    as_csv = intake(make(tmp_path, tickets=TICKETS.replace("Printer jams", f'"{log}"'), name="csv"))
+    tickets = [dict(zip(("ticket_id", "subject", "description", "solution"), line.split(",")))
+               for line in TICKETS.replace("Printer jams", "LOG").splitlines()[1:]]
+    tickets[0]["description"] = log
+    as_jsonl = intake(make(tmp_path, tickets=tickets, name="jsonl"))
+    assert as_csv.tickets["description"][0] == log
+    assert as_csv.tickets.equals(as_jsonl.tickets)
+
+
+def test_csv_reader_error_names_file_and_line(tmp_path, monkeypatch):
+    """Whatever the csv module refuses becomes a DataError at the record's first line (here: a field over a tiny limit)."""
+    monkeypatch.setattr(csvsource, "FIELD_LIMIT", 100)
+    default = csv.field_size_limit(100)
+    try:
+        error = fails(intake, make(tmp_path, tickets=TICKETS + 'T4,s,"' + "x\n" * 100 + '",y\n'))
+    finally:
+        csv.field_size_limit(default)
+    only(error, f"{tmp_path / 'raw' / 'tickets.csv'}:5: ", "field larger than field limit")
+
+
+def test_csv_header_naming_a_column_twice(tmp_path):
+    tickets = TICKETS.replace("ticket_id,subject,", "ticket_id,subject,subject,").replace("T1,Printer,", "T1,Printer,Drucker,")
+    only(fails(intake, make(tmp_path, tickets=tickets)), f"{tmp_path / 'raw' / 'tickets.csv'}:1: ", "'subject'", "more than once")
+
+
+def test_csv_header_with_blank_column_names_reads(tmp_path):
+    tickets = "\n".join(line + ",," for line in TICKETS.splitlines()) + "\n"   # a spreadsheet's trailing empty columns
+    assert intake(make(tmp_path, tickets=tickets)).tickets.height == 3
+
+
+@pytest.mark.parametrize("rank", ["\u00b2", "\u0661", "99999999999", "1" * 5000, "-1", "1.5"],
+                         ids=["superscript", "arabic-indic", "over-int32", "5000-digits", "negative", "decimal"])
+def test_source_rank_that_is_no_int32(tmp_path, rank):
+    pairs = "query_id,ticket_id,label,split,source_rank\nQ1,T1,YES,train,1\nQ1,T2,NO,train,%s\nQ2,T2,REL,dev,\n" % rank
+    problem = only(fails(intake, make(tmp_path, pairs=pairs)), "pairs.csv:3: ", "(Q1, T2)", "source_rank", "whole number from 0")
+    assert len(problem.replace(str(tmp_path), "")) < 200
+
+
+@pytest.mark.parametrize("line, what", [
+    ('{"query_id": "Q3", "subject": "s", "description": %s}' % ("1" * 5000), "4300 digits"),
+    ('{"query_id": "Q3", "subject": "s", "description": %s}' % ("[" * 5000 + "]" * 5000), "nested too deeply"),
+    ('{"query_id": "Q3", "subject": "s", "description": "half \\ud800 a pair"}', "surrogate"),
+], ids=["5000-digit-number", "nested-5000-deep", "lone-surrogate"])
+def test_jsonl_values_python_cannot_hold(tmp_path, line, what):
+    folder = make(tmp_path)
+    (folder / "queries.csv").unlink()
+    (folder / "queries.jsonl").write_text('{"query_id": "Q1", "subject": "s", "description": "d"}\n' + line + "\n")
+    only(fails(intake, folder), f"{folder / 'queries.jsonl'}:2: ", what)
+
+
+@pytest.mark.parametrize("declared, replace", [
+    ("UTF-8", ("How do I renew my visa?", "Wie verl\xe4ngere ich mein Visum?")),   # latin-1 bytes in a UTF-8 file
+    ("US-ASCII", ("How do I renew my visa?", "caf\xe9")),
+])
+def test_semeval_bytes_invalid_in_the_declared_encoding(tmp_path, declared, replace):
+    path = xml(tmp_path, org("Q1", "Q1_R1"), org("Q2", "Q2_R1"))
+    text = path.read_text().replace('encoding="UTF-8"', f'encoding="{declared}"')
+    line = [n for n, row in enumerate(text.splitlines(), 1) if replace[0] in row][1]
+    lines = text.splitlines(keepends=True)
+    lines[line - 1] = lines[line - 1].replace(*replace)
+    path.write_bytes("".join(lines).encode("latin-1"))
+    byte = r"b'\xe4" if declared == "UTF-8" else r"b'\xe9"
+    only(fails(semeval, tmp_path, train=("part.xml",)), f"{path}:{line}: ", "bytes that are not", byte)
+
+
+def test_semeval_file_without_questions(tmp_path):
+    path = tmp_path / "part.xml"
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<xml>\n</xml>\n')
+    only(fails(semeval, tmp_path, train=("part.xml",)), f"{path}:2: ", "no OrgQuestion")
+
+
+def test_unreadable_file_is_named(tmp_path):
+    folder = make(tmp_path)
+    (folder / "queries.csv").unlink()
+    (folder / "queries.csv").mkdir()   # exists, but is no file
+    only(fails(intake, folder), f"{folder / 'queries.csv'}: ", "cannot be read")

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import yaml
 
-from ticketsim import cli
+from ticketsim import cli, config
 from ticketsim.config import Params, SyntheticConfig, load_params
 from ticketsim.data import intake
 from ticketsim.data.csvsource import read_corpus
@@ -149,8 +149,22 @@ def test_cli_pairs_add_prints_and_exits_by_outcome(tmp_path, capsys):
     assert cli.main(["pairs", "add", str(good), "--dataset", "mine", "--params", str(params)]) == 0
     assert "added from" in capsys.readouterr().out
     bad = batch(tmp_path, "query_id,ticket_id,label\nQ2,T3,YES\n", "bad.csv")
-    assert cli.main(["pairs", "add", str(bad), "--dataset", "mine", "--params", str(params)]) == cli.FAILED
+    assert cli.main(["pairs", "add", str(bad), "--dataset", "mine", "--params", str(params)]) == cli.BAD_INPUT == 65
     assert "contradicts" in capsys.readouterr().err
+    missing = tmp_path / "no_such_batch.csv"
+    assert cli.main(["pairs", "add", str(missing), "--dataset", "mine", "--params", str(params)]) == cli.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{missing}: file not found" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("which", ["file", "tickets", "queries"])
+def test_a_batch_file_that_does_not_exist_is_refused(tmp_path, which):
+    data = folder(tmp_path)
+    before = snapshot(data)
+    files = {"file": batch(tmp_path, "query_id,ticket_id,label\nQ2,T3,NO\n"), which: tmp_path / "missing.csv"}
+    result = add_pairs(data, files.pop("file"), FRACTIONS, NOW, **files)
+    assert result.refused == (f"{tmp_path / 'missing.csv'}: file not found",)
+    assert snapshot(data) == before
 
 
 def test_export_writes_the_csv_layout_and_sets_params_keeping_comments(tmp_path, monkeypatch, capsys):
@@ -159,7 +173,7 @@ def test_export_writes_the_csv_layout_and_sets_params_keeping_comments(tmp_path,
     text = params.read_text()
     monkeypatch.chdir(tmp_path)
     small = {"n_tickets": 30, "n_labeled_queries": 10, "n_enduser_queries": 3}
-    monkeypatch.setattr(cli, "load_params", lambda path: replace_synthetic(path, small))
+    monkeypatch.setattr(config, "load_params", lambda path: replace_synthetic(path, small))   # cli imports it when run
     assert cli.main(["export", "--out", "data/labeled", "--set-params", "--params", str(params)]) == 0
     out = capsys.readouterr().out
     assert "dvc add data/labeled" in out and "datasets.default: {source: csv, raw: data/labeled}" in out

@@ -1,5 +1,6 @@
 """The retraining loop against a real MLflow tracking server over HTTP (SQLite backend, local artifact root), and its
-loud failure before any training when the server is down."""
+loud failure before any training when the server is down. tests/test_postgres.py runs the same body against a server
+whose backend store is PostgreSQL."""
 import os
 import signal
 import socket
@@ -7,7 +8,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import mlflow
 import pytest
@@ -49,13 +53,13 @@ def answers(uri: str) -> bool:
         return False
 
 
-@pytest.fixture
-def server(tmp_path):
+@contextmanager
+def mlflow_server(tmp_path: Path, backend_store_uri: str, artifacts: Sequence[str], on_failure=pytest.skip) -> Iterator[Server]:
+    """`mlflow server` on a free local port until the block ends; `on_failure(message)` when it does not answer."""
     port, log = free_port(), (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--default-artifact-root", str(tmp_path / "server-artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_store_uri, *artifacts,
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     running = Server(f"http://127.0.0.1:{port}", process)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -63,7 +67,7 @@ def server(tmp_path):
             if process.poll() is not None or time.monotonic() > deadline:
                 running.stop()
                 tail = (tmp_path / "server.log").read_text()[-1500:]
-                pytest.skip(f"`mlflow server` did not answer on {running.uri} within {STARTUP_SECONDS} s:\n{tail}")
+                on_failure(f"`mlflow server` did not answer on {running.uri} within {STARTUP_SECONDS} s:\n{tail}")
             time.sleep(0.5)
         yield running
     finally:
@@ -71,7 +75,19 @@ def server(tmp_path):
         log.close()
 
 
+@pytest.fixture
+def server(tmp_path):
+    with mlflow_server(tmp_path, f"sqlite:///{tmp_path / 'server.db'}",
+                       ["--default-artifact-root", str(tmp_path / "server-artifacts")]) as running:
+        yield running
+
+
 def test_retrain_gate_and_rollback_over_http_then_a_loud_early_failure_when_the_server_is_down(tmp_path, server):
+    retrain_gate_and_rollback_over_http(tmp_path, server)
+
+
+def retrain_gate_and_rollback_over_http(tmp_path: Path, server: Server) -> None:
+    """The body, for any server whose artifacts land in tmp_path / "server-artifacts"."""
     ws = make_workspace(tmp_path / "repo", tracking_uri=server.uri, remote=False)
     first = ws.ticketsim("retrain")
     assert first.returncode == 0, first.stdout + first.stderr

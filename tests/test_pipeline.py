@@ -1,75 +1,47 @@
-"""End to end: `dvc repro` on a copy of the repo with a small synthetic corpus, then metrics and MLflow runs."""
+"""End to end: `dvc repro` on a bare clone of the repo (conftest's repro_workspace), then metrics and MLflow runs."""
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import mlflow
 import pandas as pd
-import pytest
 import yaml
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str, cwd: Path) -> str:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
-    done = subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
+from conftest import run
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
-    """The tracked files of the repo (no outputs, no lock: as in a fresh clone) with small params."""
-    root = tmp_path_factory.mktemp("clone")
-    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                             capture_output=True, text=True, check=True).stdout.split()
-    for name in tracked:
-        if (REPO / name).is_file() and not name.startswith(("data/", "metrics/", "plots/", "reports/")) and name != "dvc.lock":
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
-    params["datasets"] = {"default": params["datasets"]["default"]}
-    # every stage runs, each briefly: the pipeline's wiring is under test here, not the models
-    params["embedding"]["word2vec"]["epochs"] = 2
-    params["embedding"]["char_blstm"]["epochs"] = 2
-    params["topics"].update(n_topics=8, heldout=10)
-    params["topics"]["docnade"]["epochs"] = 3
-    params["topics"]["lda"].update(passes=2, particles=5)
-    params["siamese"]["train"]["epochs"] = 2
-    params["tune"].update(n_trials=4, epochs=2)
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return root
-
-
-def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
-    run("dvc", "repro", cwd=workspace)
-    metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=workspace))
+def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspace):
+    metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=repro_workspace).stdout)
     flat = json.dumps(metrics)
     assert "metrics/default/baselines.json" in flat and "bm25" in flat
-    baselines = json.loads((workspace / "metrics/default/baselines.json").read_text())
+    baselines = json.loads((repro_workspace / "metrics/default/baselines.json").read_text())
     assert 0 < baselines["bm25"]["dev"]["rerank"]["map"] <= 1
     assert set(baselines["bm25"]["test"]["retrieve"]) >= {"map@1", "mrr@5", "acc@10"}
-    assert (workspace / "plots/default/baselines/dev.png").stat().st_size > 0
-    assert "up to date" in run("dvc", "repro", cwd=workspace).lower()  # nothing reruns
+    assert (repro_workspace / "plots/default/baselines/dev.png").stat().st_size > 0
+    again = run("dvc", "repro", cwd=repro_workspace).stdout   # only the raw-file check runs; nothing changed, nothing else
+    assert [line for line in again.splitlines() if line.startswith("Running stage")] == ["Running stage 'sources@default':"]
 
-    client = mlflow.MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    client = mlflow.MlflowClient(f"sqlite:///{repro_workspace / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ticketsim").experiment_id])
-    stages = {r.data.tags["stage"] for r in runs if r.info.status == "FINISHED"}
-    assert {"generate", "prepare", "tokenize", "baselines", "siamese#15", "siamese#22", "table5", "register"} <= stages
-    table = json.loads((workspace / "metrics/default/table5.json").read_text())
+    stages = {r.data.tags.get("stage") for r in runs if r.info.status == "FINISHED"}
+    assert {"prepare", "tokenize", "baselines", "siamese", "tune", "final", "table5", "register"} <= stages
+    # one key per figure in every run of a stage: the variant or method is a tag, so the compare view has one column
+    siamese = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'siamese' and tags.dataset = 'default'")
+    assert sorted((r.info.run_name, r.data.tags["variant"], r.data.params["variant"]) for r in siamese) == [
+        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22")]
+    assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 and "train_loss" in r.data.metrics for r in siamese)
+    assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
+    table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
+    methods = {r.data.tags["method"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == table5_run.info.run_id}
+    assert {"#15", "#22", "#22-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
+    assert all("dev.rerank.map" in r.data.metrics for r in methods.values()) and "dev.retrieve.mrr_at_10" in methods["bm25"].data.metrics
+    # every run names its dataset (the Dataset column): the prepared corpus, one digest for the whole pipeline
+    datasets = {(d.dataset.name, d.dataset.digest) for r in runs for d in r.inputs.dataset_inputs}
+    assert len(datasets) == 1 and next(iter(datasets))[0] == "default"
+    table = json.loads((repro_workspace / "metrics/default/table5.json").read_text())
     assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table)
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
     assert [str(v.version) for v in versions] == ["1"]
     # the registered model serves texts: one calibrated 1-5 score per query-ticket row
     previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    mlflow.set_tracking_uri(f"sqlite:///{repro_workspace / 'mlflow.db'}")
     try:
         served = mlflow.pyfunc.load_model("models:/ticketsim-siamese-default/1")
     finally:
@@ -79,7 +51,7 @@ def test_dvc_repro_from_a_fresh_copy_ends_in_metrics_and_mlflow_runs(workspace):
                              "ticket_solution": ["Replaced the bearing."] * 2})
     scores = served.predict(requests)
     assert len(scores) == 2 and all(1 <= s <= 5 for s in scores)
-    assert (workspace / "mlartifacts").is_dir()
+    assert (repro_workspace / "mlartifacts").is_dir()
 
 
 SEMEVAL_TEST = """<?xml version="1.0" encoding="utf-8"?>
@@ -98,14 +70,12 @@ SEMEVAL_TEST = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
-def test_a_registered_bundle_evaluates_an_external_semeval_file_with_a_gold_file(workspace, tmp_path, monkeypatch):
+def test_a_registered_bundle_evaluates_an_external_semeval_file_with_a_gold_file(repro_workspace, tmp_path, monkeypatch):
     from ticketsim.cli import main
 
-    if not (workspace / "models/default/bundle/manifest.json").exists():
-        run("dvc", "repro", cwd=workspace)
     (tmp_path / "test.xml").write_text(SEMEVAL_TEST)
     (tmp_path / "test.relevancy").write_text("Q1\tQ1_R1\t1\t1.0\ttrue\nQ1\tQ1_R2\t2\t0.5\tfalse\n")
-    monkeypatch.chdir(workspace)
+    monkeypatch.chdir(repro_workspace)
     code = main(["evaluate", "--model", "models/default/bundle", "--semeval", str(tmp_path / "test.xml"),
                  "--gold", str(tmp_path / "test.relevancy"), "--out", str(tmp_path / "m.json"),
                  "--predictions", str(tmp_path / "pred.tsv")])
@@ -115,3 +85,20 @@ def test_a_registered_bundle_evaluates_an_external_semeval_file_with_a_gold_file
     lines = [line.split("\t") for line in (tmp_path / "pred.tsv").read_text().splitlines()]
     assert [(q, r, rank) for q, r, rank, _, _ in lines] == [("Q1", "Q1_R1", "0"), ("Q1", "Q1_R2", "0")]
     assert all(float(score) > 0 and label in ("true", "false") for *_, score, label in lines)
+
+
+def test_a_dataset_whose_files_are_missing_stops_dvc_repro_with_one_line_naming_the_param(repro_workspace):
+    params_file = repro_workspace / "params.yaml"
+    original = params_file.read_text()
+    params = yaml.safe_load(original)
+    params["datasets"]["semeval"] = {"source": "semeval2016", "raw": "../shared/data/semeval2016-task3"}
+    try:
+        params_file.write_text(yaml.safe_dump(params, sort_keys=False))
+        done = run("dvc", "repro", "sources@semeval", cwd=repro_workspace, check=False)
+    finally:
+        params_file.write_text(original)
+    output = done.stdout + done.stderr
+    ours = [line for line in output.splitlines() if "datasets.semeval.raw" in line]
+    assert done.returncode != 0 and "Traceback" not in output and len(ours) == 1, output
+    assert "SemEval2016-Task3-CQA-QL-dev.xml" in ours[0] and "set datasets.semeval.raw to the folder" in ours[0]
+    assert not (repro_workspace / "data/semeval").exists()

@@ -162,7 +162,9 @@ def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpu
     parent, = client.search_runs([experiment.experiment_id], "tags.stage = 'tune' and attributes.run_name = 'tune@tiny'")
     children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
     assert sorted(c.info.run_name for c in children) == ["trial 0", "trial 1", "trial 2"]
-    assert all({"W_h", "W_E", "W_T", "V_sub-desc"} <= set(c.data.params) and "dev_map" in c.data.metrics for c in children)
+    # the keys of the siamese runs (dev.rerank.map, ...), so a trial compares with a variant in one column
+    assert all({"W_h", "W_E", "W_T", "V_sub-desc"} <= set(c.data.params) and {"dev.rerank.map", "dev.similarity.mse"} <= set(c.data.metrics)
+               and c.data.tags["stage"] == "tune" and c.data.tags["trial"] == c.info.run_name.split()[1] for c in children)
     assert "best_params.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
     skipped = run(replace(params, tune=replace(params.tune, enabled=False)), "tiny", lambda: pytest.fail("searched"),

@@ -8,33 +8,45 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ticketsim.config import DatasetConfig, load_params, set_dataset
-from ticketsim.data.csvsource import TABLES, write_corpus
-from ticketsim.data.intake import add_pairs
-from ticketsim.data.sources import read_dataset
-from ticketsim.data.synthetic import generate
-from ticketsim.data.validate import DataError, IntakeReport
-from ticketsim.retrain import GateOutcome, RetrainError, registered_name, retrain, run_gate, write_github
-from ticketsim.tracking import TrackingUnavailable, check_reachable, rollback
+# Each command imports what it uses when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
-FAILED, ERROR = 1, 2    # exit codes: the gate (or an intake) refused; a step could not run
+# Exit codes, also listed by `ticketsim --help`. FAILED keeps its meaning for the retrain workflow (the gate said no).
+OK = 0
+FAILED = 1       # the quality gate failed (gate, retrain)
+ERROR = 2        # a step could not run: bad params file, tracking server unreachable, dvc failed, data not overwritten (and usage errors)
+BAD_INPUT = 65   # EX_DATAERR: input refused (any DataError), each problem as file:line; nothing was written
+BUG = 70         # EX_SOFTWARE: an unexpected exception, a bug in ticketsim: its traceback, then a line saying so
+EXIT_CODES = f"""exit codes:
+  {OK:<3} ok
+  {FAILED:<3} the quality gate failed (gate, retrain)
+  {ERROR:<3} a step could not run (a bad params file, tracking server unreachable, dvc failed; bad usage)
+  {BAD_INPUT:<3} bad input (EX_DATAERR): refused, every problem listed as file:line; nothing was written
+  {BUG:<3} a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"""
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    cfg = (DatasetConfig(name="csv", source="csv", raw=args.csv) if args.csv
-           else load_params(args.params).dataset(args.dataset))
+    from ticketsim.config import DatasetConfig, load_params
+    from ticketsim.data.sources import load_corpus, read_dataset
+    from ticketsim.data.validate import DataError, IntakeReport
+
     report = IntakeReport()
     try:
-        read_dataset(cfg, report)
+        if args.csv:
+            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv), report)
+        else:
+            load_corpus(load_params(args.params), args.dataset, report)
     except DataError as error:
         print(error, file=sys.stderr)
-        return 1
+        return BAD_INPUT
     print(json.dumps(report.as_dict(), indent=2))
     return 0
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
     """A trained bundle on any dataset the importer accepts: the same metrics JSON, optionally SemEval predictions."""
+    from ticketsim.config import DatasetConfig, load_params
+    from ticketsim.data.sources import load_corpus, read_dataset
+    from ticketsim.data.validate import DataError, IntakeReport
     from ticketsim.evaluate.report import semeval_predictions, write_metrics
     from ticketsim.scorer import evaluate_bundle
 
@@ -43,13 +55,13 @@ def evaluate_command(args: argparse.Namespace) -> int:
         xml = Path(args.semeval)
         gold = Path(args.gold).resolve().as_posix() if args.gold else None
         cfg = DatasetConfig(name=xml.stem, source="semeval2016", raw=str(xml.parent), test=xml.name, test_gold=gold)
-    else:
-        cfg = DatasetConfig(name="csv", source="csv", raw=args.csv) if args.csv else params.dataset(args.dataset)
+    elif args.csv:
+        cfg = DatasetConfig(name="csv", source="csv", raw=args.csv)
     try:
-        corpus = read_dataset(cfg, IntakeReport())
+        corpus = read_dataset(cfg, IntakeReport()) if args.semeval or args.csv else load_corpus(params, args.dataset, IntakeReport())
     except DataError as error:
         print(error, file=sys.stderr)
-        return FAILED
+        return BAD_INPUT
     results, scored = evaluate_bundle(args.model, corpus, params.evaluation)
     write_metrics(results, args.out)
     print(json.dumps(results, indent=2))
@@ -61,6 +73,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """The synthetic corpus in the CSV layout, to try the labelled-data flow from the embedded default."""
+    from ticketsim.config import load_params, set_dataset
+    from ticketsim.data.csvsource import TABLES, write_corpus
+    from ticketsim.data.synthetic import generate
+
     params, out = load_params(args.params), Path(args.out)
     present = [p.name for table in TABLES for p in out.glob(f"{table}.*")]
     if present:
@@ -81,6 +97,9 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def pairs_add_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+    from ticketsim.data.intake import add_pairs
+
     cfg = load_params(args.params).dataset(args.dataset)
     if cfg.source != "csv":
         print(f"datasets.{args.dataset} has source {cfg.source!r}; pairs are added to a `csv` dataset "
@@ -94,10 +113,14 @@ def pairs_add_command(args: argparse.Namespace) -> int:
             print(f"the pairs were added, but `dvc add {cfg.raw}` failed: run it before any `dvc pull`", file=sys.stderr)
             return ERROR
         print(f"updated {pointer}: commit it with git, then `dvc push`")
-    return 0 if result.ok else FAILED
+    return 0 if result.ok else BAD_INPUT
 
 
 def gate_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+    from ticketsim.retrain import run_gate
+    from ticketsim.tracking import check_reachable
+
     params = load_params(args.params)
     check_reachable(params.tracking)
     outcome = run_gate(params, version=args.version, promote_on_pass=not args.dry_run)
@@ -107,6 +130,10 @@ def gate_command(args: argparse.Namespace) -> int:
 
 
 def rollback_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+    from ticketsim.retrain import registered_name
+    from ticketsim.tracking import check_reachable, rollback
+
     params = load_params(args.params)
     check_reachable(params.tracking)
     model = registered_name(params)
@@ -120,23 +147,36 @@ def rollback_command(args: argparse.Namespace) -> int:
 
 
 def retrain_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+    from ticketsim.retrain import retrain
+
     outcome = retrain(load_params(args.params))
     print(outcome.markdown)
     report_outcome(outcome, args)
     return 0 if outcome.passed else FAILED
 
 
-def report_outcome(outcome: GateOutcome, args: argparse.Namespace) -> None:
+def report_outcome(outcome, args: argparse.Namespace) -> None:
+    """Print the verdict of a ticketsim.retrain.GateOutcome and write it for GitHub Actions."""
+    from ticketsim.retrain import write_github
+
     if outcome.promoted:
         print(f"promoted {outcome.candidate.model} v{outcome.candidate.version} to champion")
     print(f"mlflow_run_id: {outcome.candidate.run_id}\nmodel_version: {outcome.candidate.version}")
     write_github(args.summary, args.outputs, outcome)
 
 
+def tune_command(args: argparse.Namespace) -> int:
+    from ticketsim.tune import tune_command as run_tune  # torch and optuna
+
+    return run_tune(args)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ticketsim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ticketsim", description=__doc__, epilog=EXIT_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check a dataset and print its intake report; exit 1 on bad input")
+    validate = commands.add_parser("validate", help="check a dataset and print its intake report; exit 65 on bad input")
     target = validate.add_mutually_exclusive_group(required=True)
     target.add_argument("dataset", nargs="?", help="a key of `datasets` in params.yaml")
     target.add_argument("--csv", help="a folder of tickets/queries/pairs .csv or .jsonl files")
@@ -160,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     export.set_defaults(run=export_command)
 
     pairs = commands.add_parser("pairs", help="labelled pairs of a csv dataset").add_subparsers(dest="action", required=True)
-    add = pairs.add_parser("add", help="append a batch of labelled pairs (all or nothing); exit 1 if refused")
+    add = pairs.add_parser("add", help="append a batch of labelled pairs (all or nothing); exit 65 if refused")
     add.add_argument("file", help=".csv or .jsonl: ticket_id, label (YES/REL/NO or 5/3/1), query_id or subject/description")
     add.add_argument("--tickets", help="new tickets that pairs of the batch name (.csv or .jsonl, as tickets.csv)")
     add.add_argument("--queries", help="new queries that pairs of the batch name (.csv or .jsonl, as queries.csv)")
@@ -177,17 +217,35 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--summary", type=Path, help="append the gate's Markdown here ($GITHUB_STEP_SUMMARY)")
         command.add_argument("--outputs", type=Path, help="append run_id=, model_version=, gate= lines here ($GITHUB_OUTPUT)")
         command.set_defaults(run=handler)
-    for command in (validate, evaluate, export, add, gate, rollback_parser, run):
+    tune = commands.add_parser("tune", help="Optuna search of W, V and hidden size on train+dev (the tune stage's work)")
+    tune.add_argument("dataset")
+    tune.add_argument("--workers", type=int, default=None, help="processes running trials of one study (default: tune.workers)")
+    tune.add_argument("--out", help="the tuned variant YAML (default tuned/<dataset>.yaml)")
+    tune.add_argument("--metrics", help="default metrics/<dataset>/tune.json")
+    tune.add_argument("--plots", help="default plots/<dataset>/tune")
+    tune.set_defaults(run=tune_command)
+    for command in (validate, evaluate, export, add, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
-    from ticketsim.tune import add_tune_command  # imports torch and optuna: not at module import time
-
-    add_tune_command(commands)  # brings its own --params
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (RetrainError, TrackingUnavailable) as error:
-        print(f"ticketsim {args.command}: {error}", file=sys.stderr)
-        return ERROR
+    except Exception as error:
+        import traceback
+
+        from ticketsim.config import ConfigError
+        from ticketsim.data.validate import DataError
+        from ticketsim.errors import StepError
+
+        if isinstance(error, DataError):
+            print(f"ticketsim {args.command}: {error}", file=sys.stderr)
+            return BAD_INPUT
+        if isinstance(error, (StepError, ConfigError)):
+            print(f"ticketsim {args.command}: {error}", file=sys.stderr)
+            return ERROR
+        traceback.print_exc()
+        print(f"ticketsim {args.command}: the error above is a bug in ticketsim, not a problem of your input "
+              f"(exit {BUG}); please report it with the traceback", file=sys.stderr)
+        return BUG
 
 
 if __name__ == "__main__":

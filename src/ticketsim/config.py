@@ -40,7 +40,7 @@ class DatasetConfig:
 
     name: str
     source: Literal["synthetic", "semeval2016", "csv"]
-    raw: str
+    raw: str | None = None     # synthetic: none (generated from params `synthetic` and `seed`)
     train: tuple[str, ...] = ()
     dev: str | None = None
     test: str | None = None
@@ -306,8 +306,19 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     datasets = raw.pop("datasets", None) or {}
     if not datasets:
         raise ConfigError(f"{path}: datasets: at least one dataset is required")
-    built = {name: build(DatasetConfig, {"name": name, **(spec or {})}, f"{path}: datasets.{name}") for name, spec in datasets.items()}
+    built = {name: build(DatasetConfig, {"name": name, **with_default_files(spec or {})}, f"{path}: datasets.{name}")
+             for name, spec in datasets.items()}
     return build(Params, {**raw, "datasets": built}, str(path))
+
+
+# The file names of the organizers' distribution (v3.2): `source: semeval2016` and a folder is enough.
+SEMEVAL_FILES = {"train": ["SemEval2016-Task3-CQA-QL-train-part2.xml"], "dev": "SemEval2016-Task3-CQA-QL-dev.xml"}
+
+
+def with_default_files(spec: dict) -> dict:
+    if spec.get("source") == "semeval2016" and not any(spec.get(key) for key in ("train", "dev", "test")):
+        return {**SEMEVAL_FILES, **spec}
+    return spec
 
 
 def build(cls: type, values: dict[str, Any], where: str) -> Any:
@@ -350,19 +361,27 @@ def coerce(hint: Any, value: Any, where: str) -> Any:
 
 
 def set_dataset(path: str | Path, name: str, values: dict[str, str]) -> None:
-    """Set existing keys of `datasets.<name>` in the params file by editing just their values in the text.
+    """Set keys of `datasets.<name>` in the params file by editing just their text: existing values are replaced, new
+    keys are added as lines below the entry's last key (a block mapping; the default `source: synthetic` has no raw).
 
     ruamel (DVC's YAML library) finds where each value is written; a ruamel round trip would keep comments but
     reflow long flow mappings, so only the value's characters are replaced and every other byte stays.
     """
     text = Path(path).read_text(encoding="utf-8")
     entry = (YAML().load(text).get("datasets") or {}).get(name)
-    missing = [key for key in values if entry is None or key not in entry]
-    if missing:
-        raise ConfigError(f"{path}: datasets.{name}: no key(s) {missing} to set")
+    if entry is None:
+        raise ConfigError(f"{path}: datasets.{name}: no such dataset")
+    missing = [key for key in values if key not in entry]
+    if missing and entry.fa.flow_style():
+        raise ConfigError(f"{path}: datasets.{name} is written inline ({{...}}); write it as one key per line to add {missing}")
+
+    def written(key: str) -> str:
+        return values[key] if re.fullmatch(r"[\w./-]+", values[key]) else json.dumps(values[key])
+
     lines = text.splitlines(keepends=True)
-    for line, column, key in sorted(((*entry.lc.value(key), key) for key in values), reverse=True):
-        written = re.match(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s,#}\]]+", lines[line][column:])
-        value = values[key] if re.fullmatch(r"[\w./-]+", values[key]) else json.dumps(values[key])
-        lines[line] = lines[line][:column] + value + lines[line][column + (written.end() if written else 0):]
+    last_line, column = max(entry.lc.key(key) for key in entry)
+    lines[last_line + 1:last_line + 1] = [f"{' ' * column}{key}: {written(key)}\n" for key in missing]
+    for line, column, key in sorted(((*entry.lc.value(key), key) for key in values if key not in missing), reverse=True):
+        found = re.match(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s,#}\]]+", lines[line][column:])
+        lines[line] = lines[line][:column] + written(key) + lines[line][column + (found.end() if found else 0):]
     Path(path).write_text("".join(lines), encoding="utf-8")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ticketsim.config import GateRule, Params
+from ticketsim.errors import StepError
 from ticketsim.gate import GateResult, compare, dvc_baseline
 from ticketsim.tracking import (
     CHAMPION,
@@ -34,7 +35,7 @@ GATE_TAG = "gate"
 BASELINE_FILE = "metrics/{dataset}/siamese/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
 
 
-class RetrainError(RuntimeError):
+class RetrainError(StepError):
     """A step of the loop failed; the message names the step and what to do."""
 
 

@@ -19,33 +19,169 @@ from mlflow.entities.model_registry import RegisteredModel
 from mlflow.exceptions import MlflowException
 
 from ticketsim.config import TrackingConfig
+from ticketsim.errors import StepError
+
+# The corpus a dataset's stage runs read, as the DVC layout places it (relative to the repo, where dvc runs every stage).
+PREPARED = "data/{dataset}/prepared"
 
 
 @contextmanager
-def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None,
-              params: Mapping[str, Any] | None = None) -> Iterator[mlflow.ActiveRun]:
-    """An MLflow run named 'stage@dataset' in the configured experiment, with params logged once."""
+def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, params: Mapping[str, Any] | None = None, *,
+              name: str | None = None, tags: Mapping[str, str] | None = None, corpus: str | Path | None = None,
+              raw: str | None = None, context: str = "train") -> Iterator[mlflow.ActiveRun]:
+    """An MLflow run of one stage run in the configured experiment: tags stage, dataset, git revision (and `tags`), params
+    logged once, and the dataset's prepared corpus as the run's input (the Dataset column of the MLflow UI).
+
+    The stage tag is the stage alone (`siamese`, never `siamese#15`): a variant, method or configuration is a tag and a
+    param, never part of a metric key, so every run of a stage logs a figure under one key (`dev.rerank.map`) and the
+    compare view charts one column for all of them. `name` (default 'stage@dataset') may say more: 'siamese#15@default'.
+    `corpus`: the prepared folder (default PREPARED); `raw`: the raw files it was prepared from (the input's source);
+    `context`: how the run uses it, "train" (fits something to it) or "eval" (only scores it).
+    """
+    import mlflow
+
     uri = tracking_uri(cfg)
     mlflow.set_tracking_uri(uri)
     experiment = mlflow.get_experiment_by_name(cfg.experiment)
     # A tracking server keeps artifacts where it is configured to; a local path would exist only on this machine.
     experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(
         cfg.experiment, artifact_location=None if is_server(uri) else artifact_uri(cfg.artifact_location))
-    tags = {"stage": stage, "dataset": dataset or "", "git_revision": git_revision()}
-    with mlflow.start_run(experiment_id=experiment_id, run_name=f"{stage}@{dataset}" if dataset else stage, tags=tags) as run:
+    run_tags = {"stage": stage, "dataset": dataset or "", "git_revision": git_revision(), **(tags or {})}
+    run_name = name or (f"{stage}@{dataset}" if dataset else stage)
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=run_tags) as run:
         if params:
             mlflow.log_params({sanitize(k): v for k, v in flatten(params).items()})
+        folder = Path(corpus) if corpus else Path(PREPARED.format(dataset=dataset)) if dataset else None
+        # What the run found when it started; a run that finds none (prepare, whose old output DVC removed) logs what it wrote.
+        logged = folder is not None and log_corpus(dataset, folder, raw, context)
         yield run
+        if folder is not None and not logged:
+            log_corpus(dataset, folder, raw, context)
 
 
-def log_metrics(metrics: Mapping[str, Any], prefix: str = "", step: int | None = None) -> None:
+def metric_values(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Nested metric dicts as MLflow metrics: dotted keys, '@' (not allowed by MLflow) as '_at_', NaN and non-numbers skipped."""
+    return {sanitize(k): float(v) for k, v in flatten(metrics, prefix).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
+
+
+def log_metrics(metrics: Mapping[str, Any], prefix: str = "", step: int | None = None, *, by_method: bool = False) -> None:
     """Nested metric dicts become dotted keys; '@' (not allowed by MLflow) becomes '_at_'; NaN is skipped.
 
-    `step` (an epoch, say) makes a metric that changes over time one stepped series instead of many keys.
+    `step` (an epoch, say) makes a metric that changes over time one stepped series instead of many keys. Keys name the
+    figure only (`dev.rerank.map`): the method or variant that produced it is the run's tag (see stage_run). `by_method`:
+    `metrics` is method -> figures, and each method goes to a child run of its own (log_methods).
     """
-    flat = {sanitize(k): float(v) for k, v in flatten(metrics, prefix).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
-    mlflow.log_metrics(flat, step=step)
+    import mlflow
+
+    if by_method:
+        log_methods(metrics)
+        return
+    mlflow.log_metrics(metric_values(metrics, prefix), step=step)
+
+
+def log_methods(results: Mapping[str, Mapping[str, Any]], params: Mapping[str, Mapping[str, Any]] | None = None,
+                skip: tuple[str, ...] = ("training",)) -> dict[str, str]:
+    """One run per method of `results` (method -> split -> protocol -> measure), nested under the active stage run.
+
+    A stage that evaluates several methods in one process (baselines: bm25 and source_order; rows_E: one per Table 5
+    row; table5: all of them) logs each method's figures under identical keys (`dev.rerank.map`, `test.retrieve.mrr_at_10`)
+    in its own child run, tagged stage, dataset and method (also a param, with `params[method]`), with the stage run's
+    dataset input: selecting the children and pressing Compare charts one column per figure. Returns method -> run id.
+    """
+    import time
+
+    import mlflow
+    from mlflow.entities import Metric, Param
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    active = mlflow.active_run()
+    if active is None:
+        raise RuntimeError("log_methods needs an active stage run (inside `with stage_run(...)`)")
+    registry = mlflow.MlflowClient(mlflow.get_tracking_uri())
+    parent = registry.get_run(active.info.run_id)
+    inherited = {key: parent.data.tags.get(key, "") for key in ("stage", "dataset", "git_revision")}
+    dataset, now, runs = inherited["dataset"], int(time.time() * 1000), {}
+    for order, (method, figures) in enumerate((m, f) for m, f in results.items() if m not in skip):
+        tags = {**inherited, "method": method, MLFLOW_PARENT_RUN_ID: parent.info.run_id}
+        started = now - order   # the UI lists runs newest first: this keeps the results' order
+        child = registry.create_run(parent.info.experiment_id, start_time=started, tags=tags,
+                                    run_name=f"{method}@{dataset}" if dataset else method)
+        run_id = child.info.run_id
+        logged = {"method": method, **flatten((params or {}).get(method, {}))}
+        registry.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metric_values(figures).items()],
+                           params=[Param(sanitize(k), str(v)) for k, v in logged.items()])
+        if parent.inputs and parent.inputs.dataset_inputs:
+            registry.log_inputs(run_id, datasets=list(parent.inputs.dataset_inputs))
+        registry.set_terminated(run_id, end_time=started)
+        runs[method] = run_id
+    return runs
+
+
+def log_corpus(dataset: str | None, folder: str | Path, raw: str | None = None, context: str = "train") -> bool:
+    """The prepared corpus in `folder` as the active run's input: name = dataset, digest = a hash of its files, source =
+    the raw files (else the folder). Metadata only: nothing is uploaded. False (nothing logged) when the folder is empty.
+    """
+    import mlflow
+
+    found = corpus_dataset(dataset or Path(folder).name, folder, raw)
+    if found is None:
+        return False
+    try:
+        mlflow.log_input(found, context=context)
+    except MlflowException:
+        # Runs that start at once (tuning workers on several machines) race to create the experiment's dataset row:
+        # MLflow looks it up, then inserts it, and the loser's insert breaks the unique key. Now it finds the row.
+        mlflow.log_input(found, context=context)
+    return True
+
+
+def corpus_dataset(name: str, folder: str | Path, raw: str | None = None):
+    """A MetaDataset (an mlflow.data.Dataset without the data) of a prepared corpus folder, with the row count of each
+    Parquet table as its profile; None when the folder holds no files.
+    """
+    import hashlib
+    import json
+    import warnings
+
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.exceptions import MlflowException
+
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        with path.open("rb") as stream:
+            while block := stream.read(1 << 20):
+                digest.update(block)
+    profile = parquet_rows(files)
+
+    class CorpusDataset(MetaDataset):
+        @property
+        def profile(self) -> dict:
+            return profile
+
+        def to_dict(self) -> dict[str, str]:
+            return {**super().to_dict(), "profile": json.dumps(profile)}
+
+    with warnings.catch_warnings():   # a local path matches two registered local sources: the same class, harmless
+        warnings.simplefilter("ignore")
+        try:
+            source = resolve_dataset_source(str(raw if raw is not None else folder))
+        except MlflowException:       # a raw location no registered source understands: name the folder that was read
+            source = resolve_dataset_source(str(folder))
+    return CorpusDataset(source, name=name, digest=digest.hexdigest()[:8])
+
+
+def parquet_rows(files: list[Path]) -> dict[str, int]:
+    """Table name -> rows, from each Parquet file's footer (nothing else is read)."""
+    import pyarrow.parquet as pq
+
+    return {path.stem: pq.read_metadata(path).num_rows for path in files if path.suffix == ".parquet"}
 
 
 def log_artifacts(*paths: str | Path) -> None:
@@ -58,19 +194,25 @@ def log_dict(payload: Mapping[str, Any], name: str) -> None:
 
 
 @contextmanager
-def child_run(cfg: TrackingConfig, parent_run_id: str, name: str,
-              params: Mapping[str, Any] | None = None) -> Iterator[mlflow.ActiveRun]:
+def child_run(cfg: TrackingConfig, parent_run_id: str, name: str, params: Mapping[str, Any] | None = None,
+              tags: Mapping[str, str] | None = None) -> Iterator[mlflow.ActiveRun]:
     """A run nested under `parent_run_id` (a search trial under its study's stage run), from any process.
 
-    A worker process has no active run: the parent is named by id, and the child lands in the parent's experiment.
+    A worker process has no active run: the parent is named by id, and the child lands in the parent's experiment with
+    the parent's stage, dataset and git revision tags (and `tags`) and the parent's dataset input.
     """
+    import mlflow
+
     mlflow.set_tracking_uri(tracking_uri(cfg))
-    parent = client(cfg).get_run(parent_run_id)
-    tags = {key: parent.data.tags.get(key, "") for key in ("stage", "dataset", "git_revision")}
+    registry = client(cfg)
+    parent = registry.get_run(parent_run_id)
+    inherited = {key: parent.data.tags.get(key, "") for key in ("stage", "dataset", "git_revision")}
     with mlflow.start_run(experiment_id=parent.info.experiment_id, run_name=name, parent_run_id=parent_run_id,
-                          nested=True, tags=tags) as run:
+                          nested=True, tags={**inherited, **(tags or {})}) as run:
         if params:
             mlflow.log_params({sanitize(k): v for k, v in flatten(params).items()})
+        if parent.inputs and parent.inputs.dataset_inputs:
+            registry.log_inputs(run.info.run_id, datasets=list(parent.inputs.dataset_inputs))
         yield run
 
 
@@ -113,7 +255,7 @@ URI_VARIABLE = "TICKETSIM_TRACKING_URI"
 SQLITE = "sqlite:///"
 
 
-class TrackingUnavailable(RuntimeError):
+class TrackingUnavailable(StepError):
     """The tracking server does not answer: raised before any training, so no run is lost."""
 
 

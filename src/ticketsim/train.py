@@ -1,4 +1,5 @@
-"""One trainer for every pair-scoring model: MSE to rescaled labels, Adadelta, clipping, early stopping, resumable checkpoints."""
+"""One trainer for every pair-scoring model: a loss (MSE to rescaled labels by default), Adadelta, clipping, early stopping,
+resumable checkpoints."""
 from __future__ import annotations
 
 import copy
@@ -11,6 +12,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from ticketsim.config import TrainConfig
+from ticketsim.model.losses import Loss, batches, mse
 
 
 @dataclass
@@ -31,13 +33,16 @@ def rescale(labels: torch.Tensor) -> torch.Tensor:
 
 def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targets: torch.Tensor,
         train_rows: torch.Tensor, dev_rows: torch.Tensor, cfg: TrainConfig, seed: int, checkpoint: Path | None = None,
-        meta: dict | None = None, on_epoch: Callable[[int, float, float], None] | None = None) -> History:
+        meta: dict | None = None, on_epoch: Callable[[int, float, float], None] | None = None, loss: Loss = mse,
+        groups: torch.Tensor | None = None) -> History:
     """Train `model` so that predict(rows) approaches targets[rows]; leaves the best-dev-loss weights loaded.
 
     With a checkpoint path, every epoch is saved there and a later call resumes from it: weights, optimizer,
     RNG state and history come back, so an interrupted run ends where an uninterrupted one would.
     `meta` (plain data: model and train config, a data fingerprint) is stored beside the weights; a checkpoint
     whose meta differs belongs to another run and is started over, never resumed.
+    `loss` is one of ticketsim.model.losses; `groups` (the query index of every pair, indexed like targets) makes each
+    batch hold whole queries, in a new order every epoch, as a per-query ranking loss needs.
     """
     torch.manual_seed(seed)
     optimizer = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, rho=cfg.rho)
@@ -52,17 +57,16 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
         if history.best_epoch >= 0 and epoch - history.best_epoch > cfg.patience:
             break
         model.train()
-        order = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(seed + epoch))]
         total = 0.0
-        for batch in order.split(cfg.batch_size):
-            loss = nn.functional.mse_loss(predict(batch), targets[batch])
+        for batch in batches(train_rows, cfg.batch_size, torch.Generator().manual_seed(seed + epoch), groups):
+            value = loss(predict(batch), targets[batch], None if groups is None else groups[batch])
             optimizer.zero_grad()
-            loss.backward()
+            value.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             optimizer.step()
-            total += loss.item() * len(batch)
+            total += value.item() * len(batch)
         history.train_loss.append(total / len(train_rows))
-        history.dev_loss.append(evaluate_loss(model, predict, targets, dev_rows, cfg.batch_size))
+        history.dev_loss.append(evaluate_loss(model, predict, targets, dev_rows, cfg.batch_size, loss, groups))
         if history.dev_loss[-1] < history.best_dev_loss:
             history.best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
         bar.set_postfix(train=f"{history.train_loss[-1]:.4f}", dev=f"{history.dev_loss[-1]:.4f}")
@@ -77,9 +81,10 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
 
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targets: torch.Tensor,
-                  rows: torch.Tensor, batch_size: int) -> float:
+                  rows: torch.Tensor, batch_size: int, loss: Loss = mse, groups: torch.Tensor | None = None) -> float:
     was_training = model.training
     model.eval()
-    total = sum(nn.functional.mse_loss(predict(b), targets[b], reduction="sum").item() for b in rows.split(batch_size))
+    total = sum(loss(predict(b), targets[b], None if groups is None else groups[b], reduction="sum").item()
+                for b in batches(rows, batch_size, groups=groups))
     model.train(was_training)
     return total / max(1, len(rows))

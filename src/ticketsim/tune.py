@@ -14,6 +14,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import random
 import socket
 import time
 import warnings
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 import polars as pl
+import sqlalchemy.exc
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
@@ -51,6 +53,15 @@ from ticketsim.train import fit, rescale
 SEARCH_SPLITS = ("train", "dev")
 DIRECTION = {"map": "maximize", "mse": "minimize"}
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+CLAIMED = (*FINISHED, optuna.trial.TrialState.RUNNING)   # trials that count towards n_trials, done or under way
+# A worker's running trial writes a heartbeat to the storage every HEARTBEAT seconds; one silent for GRACE_BEATS beats
+# (its worker was killed, or its machine lost) is failed and queued again with the same params, and a live worker runs it.
+HEARTBEAT_VARIABLE, HEARTBEAT, GRACE_BEATS, MAX_RETRIES = "TICKETSIM_TUNE_HEARTBEAT", 10, 6, 3
+POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
+
+
+class Surplus(Exception):
+    """The trial would go past n_trials: earlier trials (of this or other workers) already take every place."""
 
 
 def search_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -202,6 +213,9 @@ def evaluate_trial(problem: Problem, cfg: TuneConfig, variant: VariantConfig, hi
 
 def objective(problem: Problem, cfg: TuneConfig, tracking, parent_run_id: str | None) -> Callable[[optuna.Trial], float]:
     def run_trial(trial: optuna.Trial) -> float:
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")   # also while running: who holds it
+        if surplus(trial, cfg.n_trials):
+            raise Surplus(f"trial {trial.number}: {cfg.n_trials} earlier trials are finished, running or queued")
         variant, hidden = suggest(trial, cfg, problem.siamese.hidden)
 
         def report(epoch: int, value: float) -> None:
@@ -214,25 +228,67 @@ def objective(problem: Problem, cfg: TuneConfig, tracking, parent_run_id: str | 
         if not parent_run_id:
             measures = evaluate_trial(problem, cfg, variant, hidden, report)
         else:
-            with child_run(tracking, parent_run_id, f"trial {trial.number}", trial.params):
+            with child_run(tracking, parent_run_id, f"trial {trial.number}", trial.params, {"trial": str(trial.number)}):
                 try:
                     measures = evaluate_trial(problem, cfg, variant, hidden, report)
                 except optuna.TrialPruned:
                     set_tags({"trial_state": "pruned"})
                     raise
                 set_tags({"trial_state": "complete"})
-                log_metrics({"dev_map": measures["map"], "dev_mse": measures["mse"]})
+                # the keys of every siamese and final run: trials and variants compare in one column
+                log_metrics({"dev": {"rerank": {"map": measures["map"]}, "similarity": {"mse": measures["mse"]}}})
         trial.set_user_attr("dev", measures)
-        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         return measures[cfg.objective]
 
     return run_trial
 
 
+def surplus(trial: optuna.Trial, n_trials: int) -> bool:
+    """Whether n_trials trials numbered before this one are finished, running or queued: then it is one too many.
+
+    Optuna numbers a new trial under a lock on the study, so numbers follow creation order: when workers start trials
+    at once for the last places, the lower numbers take them, and the study never finishes more than n_trials.
+    """
+    ahead = trial.study.get_trials(deepcopy=False, states=(*CLAIMED, optuna.trial.TrialState.WAITING))
+    return sum(t.number < trial.number for t in ahead) >= n_trials
+
+
+def heartbeat() -> int:
+    """Seconds between a running trial's heartbeats (TICKETSIM_TUNE_HEARTBEAT, default 10; a trial is stale after
+    GRACE_BEATS of them). Longer when workers are busy enough to miss beats: a live trial failed as stale is run twice."""
+    seconds = int(os.environ.get(HEARTBEAT_VARIABLE) or HEARTBEAT)
+    if seconds < 1:
+        raise ValueError(f"{HEARTBEAT_VARIABLE}={seconds}: the heartbeat interval is a whole number of seconds >= 1")
+    return seconds
+
+
 def storage(url: str) -> optuna.storages.BaseStorage:
-    """An RDB storage; SQLite waits up to 30 s for a lock, so a few local workers can share one file."""
+    """An RDB storage; SQLite waits up to 30 s for a lock, so a few local workers can share one file.
+
+    Running trials send heartbeats: a trial whose worker died is failed after the grace period and queued again
+    (up to MAX_RETRIES times), so a killed worker loses its trial's work, not the trial.
+    """
     kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    beat, attempts = heartbeat(), 5
+    for attempt in range(1, attempts + 1):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=kwargs, heartbeat_interval=beat, grace_period=GRACE_BEATS * beat,
+                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES))
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            # Workers started at once on an empty PostgreSQL database race to create Optuna's tables; the losers'
+            # CREATE fails on the winner's, and a moment later they find the tables there.
+            if attempt == attempts:
+                raise
+            time.sleep(attempt * random.random())
+
+
+def fail_stale_trials(study: optuna.Study) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
 
 
 def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str | Path | None = None) -> str:
@@ -251,10 +307,17 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str 
 
 
 def open_study(cfg: TuneConfig, name: str, seed: int) -> optuna.Study:
-    return optuna.create_study(
-        study_name=name, storage=storage(cfg.storage), load_if_exists=True, direction=DIRECTION[cfg.objective],
-        sampler=optuna.samplers.TPESampler(seed=seed),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=cfg.pruner.n_startup_trials, n_warmup_steps=cfg.pruner.n_warmup_steps))
+    return create_or_load(cfg, name, seed)[0]
+
+
+def create_or_load(cfg: TuneConfig, name: str, seed: int) -> tuple[optuna.Study, bool]:
+    """The study, and whether this call created it: of workers started at once on many machines, exactly one does."""
+    found = {"study_name": name, "storage": storage(cfg.storage), "sampler": optuna.samplers.TPESampler(seed=seed),
+             "pruner": optuna.pruners.MedianPruner(n_startup_trials=cfg.pruner.n_startup_trials, n_warmup_steps=cfg.pruner.n_warmup_steps)}
+    try:
+        return optuna.create_study(**found, direction=DIRECTION[cfg.objective]), True
+    except optuna.exceptions.DuplicatedStudyError:
+        return optuna.load_study(**found), False
 
 
 def finished(study: optuna.Study) -> int:
@@ -262,31 +325,44 @@ def finished(study: optuna.Study) -> int:
 
 
 def run_worker(problem: Problem, cfg: TuneConfig, name: str, worker: int, tracking=None, parent_run_id: str | None = None) -> None:
-    """One process's share: trials until the study has cfg.n_trials finished ones or cfg.timeout passes."""
+    """One process's share: the study's next trial, one at a time, until it has cfg.n_trials finished ones or
+    cfg.timeout passes. When the other workers' running trials take the last places, it waits for them: they finish,
+    or their worker died and they go stale, come back to the queue, and this worker runs them."""
     torch.set_num_threads(problem.siamese.threads)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(cfg, name, problem.seed + worker)   # its own sampler seed: workers do not propose the same points
-    remaining = cfg.n_trials - finished(study)
-    if remaining > 0:
-        study.optimize(objective(problem, cfg, tracking, parent_run_id), n_trials=remaining, timeout=cfg.timeout,
-                       callbacks=[optuna.study.MaxTrialsCallback(cfg.n_trials, states=FINISHED)])
+    run_trial = objective(problem, cfg, tracking, parent_run_id)
+    started = time.monotonic()
+    while cfg.timeout is None or time.monotonic() - started < cfg.timeout:
+        claimed = study.get_trials(deepcopy=False, states=CLAIMED)
+        if sum(t.state in FINISHED for t in claimed) >= cfg.n_trials:
+            break
+        if len(claimed) >= cfg.n_trials:
+            time.sleep(POLL_SECONDS)
+            fail_stale_trials(study)
+        else:
+            study.optimize(run_trial, n_trials=1, catch=(Surplus,))   # fails stale trials first, runs a queued one first
 
 
 def search(problem: Problem, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
            parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
     """Run the study with `workers` processes on its storage (1: in this process); the final variant's point first."""
-    study = open_study(cfg, name, problem.seed)
+    study, created = create_or_load(cfg, name, problem.seed)
     if finished(study) >= cfg.n_trials:
         return study
+    if cfg.sampler == "tpe" and created:   # at once: workers of other launches may be taking trials already
+        study.enqueue_trial(trial_params(problem.final, problem.siamese.hidden, cfg), user_attrs={"final": True})
     if cfg.mode == "rescore" and problem.cached is None:
         problem = with_rescore_cache(problem, cfg, base_model)
-    if cfg.sampler == "tpe" and not study.trials:
-        study.enqueue_trial(trial_params(problem.final, problem.siamese.hidden, cfg), user_attrs={"final": True})
+    # Sampler seeds seed + i: reproducible for the launch that creates the study. A launch joining it (another machine,
+    # or a resumed run) starts from its own random offset, or its workers would propose the points the others propose.
+    first = 0 if created else random.SystemRandom().randrange(1, 2**30)
     if workers <= 1:
-        run_worker(problem, cfg, name, 0, tracking, parent_run_id)
+        run_worker(problem, cfg, name, first, tracking, parent_run_id)
     else:
         context = multiprocessing.get_context("spawn")
-        processes = [context.Process(target=run_worker, args=(problem, cfg, name, i, tracking, parent_run_id)) for i in range(workers)]
+        processes = [context.Process(target=run_worker, args=(problem, cfg, name, first + i, tracking, parent_run_id))
+                     for i in range(workers)]
         for process in processes:
             process.start()
         for process in processes:
@@ -365,7 +441,7 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
     torch.set_num_threads(params.siamese.threads)   # small matrices: a second thread on a busy box is far slower
-    with stage_run(params.tracking, "tune", dataset, logged) as parent:
+    with stage_run(params.tracking, "tune", dataset, logged, raw=getattr(params.datasets.get(dataset), "raw", None)) as parent:
         started = time.perf_counter()
         final = params.siamese.variants[params.siamese.final]
         if not cfg.enabled:
@@ -407,15 +483,6 @@ def stage_problem(params: Params, dataset: str, corpus: str, tokens: str, word2v
                          lambda words: word_vectors(words, vectors, chars), chars.dim)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dataset")
-    parser.add_argument("--workers", type=int, default=None, help="processes running trials of one study (default: tune.workers)")
-    parser.add_argument("--out", help="the tuned variant YAML (default tuned/<dataset>.yaml)")
-    parser.add_argument("--metrics", help="default metrics/<dataset>/tune.json")
-    parser.add_argument("--plots", help="default plots/<dataset>/tune")
-    parser.add_argument("--params", default="params.yaml")
-
-
 def tune_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
 
@@ -430,10 +497,3 @@ def tune_command(args: argparse.Namespace) -> int:
                  args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / "checkpoint.pt").is_file() else None)
     print(json.dumps(result, indent=2))
     return 0
-
-
-def add_tune_command(subparsers) -> None:
-    """cli.py hook: `ticketsim tune DATASET --workers N`."""
-    parser = subparsers.add_parser("tune", help="Optuna search of W, V and hidden size on train+dev (the tune stage's work)")
-    add_arguments(parser)
-    parser.set_defaults(run=tune_command)

@@ -5,13 +5,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 
 from ticketsim.data.synthetic import FAULTS
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 NO_FAULT = "other"
 
@@ -43,9 +39,13 @@ def pca_2d(vectors: np.ndarray) -> np.ndarray:
 
 def projection_plot(vectors: np.ndarray, labels: Sequence[str], path: str | Path, title: str) -> None:
     """A scatter plot of pca_2d(vectors), one colour per label (most frequent first in the legend)."""
+    import matplotlib
+    from matplotlib.figure import Figure  # only where a plot is drawn; no pyplot, no global state
+
     points = pca_2d(vectors)
-    fig, ax = plt.subplots(figsize=(7, 5.5))
-    colours = plt.get_cmap("tab20")
+    fig = Figure(figsize=(7, 5.5))
+    ax = fig.subplots()
+    colours = matplotlib.colormaps["tab20"]
     for i, (label, _) in enumerate(Counter(labels).most_common()):
         chosen = np.array([value == label for value in labels])
         # tab20 pairs a dark and a light shade of each hue: the dark ones of ten hues first, then the light ones
@@ -58,4 +58,3 @@ def projection_plot(vectors: np.ndarray, labels: Sequence[str], path: str | Path
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -1,18 +1,23 @@
 """The CSV/JSONL layout: a folder with tickets, queries and pairs files, read with line-level origins and written back.
 
 This is the user's own export (`source: csv`) and also the layout the synthetic generator writes.
+
+Fields may be as long as the file (a pasted log in a description reads as it does from JSONL). A header that names
+one column twice is refused (one copy's values would be lost), except blank names (trailing commas of a spreadsheet).
+Every problem of a file, including what the csv and json modules reject, is a DataError naming 'file:line'.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
 
 from ticketsim.data.tables import Corpus
-from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, require_columns, validate
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, require_columns, shorten, validate
 
 TABLES = ("tickets", "queries", "pairs")
 # new_pairs: a batch for `ticketsim pairs add`, naming each query by query_id or by its subject/description.
@@ -26,6 +31,9 @@ REQUIRED = {
 PROVENANCE = ("source_file", "added_at")
 OPTIONAL = {"tickets": PROVENANCE, "queries": PROVENANCE, "pairs": ("split", "source_rank", *PROVENANCE),
             "new_pairs": ("query_id", "subject", "description")}
+# The csv module refuses fields over 131,072 characters by default; JSONL has no such limit, so CSV gets none either
+# (the largest limit a C long holds on every platform). csv.field_size_limit is process-wide: it is only ever raised.
+FIELD_LIMIT = 2**31 - 1
 
 
 def table_file(directory: Path, table: str) -> Path:
@@ -54,16 +62,25 @@ def read_table(path: Path, table: str) -> pl.DataFrame:
 
 
 def read_csv(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
+    if csv.field_size_limit() < FIELD_LIMIT:
+        csv.field_size_limit(FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, [])
-    require_columns(header, required, path)
-    records, problems, start = [], [], reader.line_num + 1
-    for row in reader:
-        if row and len(row) != len(header):
-            problems.append(f"{path}:{start}: {len(row)} fields where the header has {len(header)}; quote fields that contain commas")
-        elif row:  # csv gives [] for a blank line
-            records.append({**dict(zip(header, row)), ORIGIN: f"{path}:{start}"})
+    records, problems, start = [], [], 1
+    try:
+        header = next(reader, [])
+        require_columns(header, required, path)
+        twice = sorted(c for c, n in Counter(header).items() if n > 1 and c.strip())
+        if twice:
+            raise DataError([f"{path}:1: the header names column(s) {', '.join(map(shorten, twice))} more than once"])
         start = reader.line_num + 1
+        for row in reader:
+            if row and len(row) != len(header):
+                problems.append(f"{path}:{start}: {len(row)} fields where the header has {len(header)}; quote fields that contain commas")
+            elif row:  # csv gives [] for a blank line
+                records.append({**dict(zip(header, row)), ORIGIN: f"{path}:{start}"})
+            start = reader.line_num + 1
+    except csv.Error as error:  # the reader cannot go on past it: report it with what came before
+        problems.append(f"{path}:{start}: not readable as CSV from here ({error})")
     if problems:
         raise DataError(problems)
     return records
@@ -77,8 +94,16 @@ def read_jsonl(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
             continue
         try:
             record = json.loads(line)
+            json.dumps(record, ensure_ascii=False).encode()   # a lone surrogate (say "\ud800") is no character
         except json.JSONDecodeError as error:
             problems.append(f"{path}:{number}: not valid JSON ({error.msg})")
+            continue
+        except UnicodeEncodeError:
+            problems.append(f"{path}:{number}: a \\u escape that is half of a surrogate pair, not a character")
+            continue
+        except (ValueError, RecursionError) as error:  # a number of over 4300 digits; arrays nested thousands deep
+            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error).split(":")[0]
+            problems.append(f"{path}:{number}: not valid JSON here ({reason})")
             continue
         missing = [c for c in required if c not in record] if isinstance(record, dict) else list(required)
         if missing:

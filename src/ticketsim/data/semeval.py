@@ -3,10 +3,18 @@
 OrgQuestion -> query (OrgQSubject, OrgQBody); RelQuestion -> ticket (RelQSubject, RelQBody, solution = the
 thread's RelComment texts in order; comment labels are never read: they are absent at test time);
 RELQ_RELEVANCE2ORGQ PerfectMatch/Relevant/Irrelevant -> YES/REL/NO; RELQ_RANKING_ORDER -> source_rank.
-Each original question is repeated once per related question: the repeats are merged (and checked identical).
+
+Each original question is repeated once per related question (and a related question may come again under another
+original question): the copies of one id are merged into one record, field by field. Copies must agree, with one
+exception: a field that is empty in some copies and has text in others takes that text, and the merge is counted in
+the IntakeReport ("<table> with an empty <field> in a repeated copy, filled from another"), like the other tolerated
+empty components. Two copies with different texts in one field are refused, naming the field, both values and both
+places; so is a file that is not well-formed in its declared encoding (invalid bytes), with its file:line.
 """
 from __future__ import annotations
 
+import codecs
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,11 +23,22 @@ from lxml import etree
 
 from ticketsim.config import DatasetConfig
 from ticketsim.data.tables import Corpus
-from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, validate
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_bytes, read_utf8, shorten, validate
 
 RELEVANCE = {"PerfectMatch": "YES", "Relevant": "REL", "Irrelevant": "NO"}
 # A .relevancy gold file only says true/false: PerfectMatch and Relevant are no longer told apart.
 GOLD = {"true": "REL", "false": "NO"}
+# Where each field of a record comes from in the XML, for messages.
+ELEMENT = {"query_id": {"subject": "OrgQSubject", "description": "OrgQBody"},
+           "ticket_id": {"subject": "RelQSubject", "description": "RelQBody", "solution": "RelComment/RelCText"}}
+# The encoding an XML file declares (after an optional UTF-8 BOM); UTF-8 when it declares none.
+DECLARED = re.compile(rb'^(?:\xef\xbb\xbf)?<\?xml[^>]*?\sencoding\s*=\s*["\']([A-Za-z][A-Za-z0-9._-]*)["\']')
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+NOT_XML = {"idna", "punycode", "unicode-escape", "raw-unicode-escape", "undefined"}   # Python codecs, no XML encoding
+COLUMNS = {"tickets": ("ticket_id", "subject", "description", "solution", ORIGIN),
+           "queries": ("query_id", "subject", "description", ORIGIN),
+           "pairs": ("query_id", "ticket_id", "label", "split", "source_rank", ORIGIN)}
 
 
 @dataclass(frozen=True)
@@ -41,9 +60,17 @@ def read_corpus(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
         tickets += t
         queries += q
         pairs += p
-    tickets, queries = merge_repeats(tickets, "ticket_id", report), merge_repeats(queries, "query_id", report)
-    frames = [pl.DataFrame(rows, infer_schema_length=None) for rows in (tickets, queries, pairs)]
-    return validate(*frames, split_fractions={}, report=report)
+    problems: list[str] = []
+    tickets, queries = merge_repeats(tickets, "ticket_id", report, problems), merge_repeats(queries, "query_id", report, problems)
+    frames = [pl.DataFrame(rows, schema={c: pl.String for c in COLUMNS[table]})
+              for table, rows in (("tickets", tickets), ("queries", queries), ("pairs", pairs))]
+    try:
+        corpus = validate(*frames, split_fractions={}, report=report)
+    except DataError as error:
+        problems += error.problems
+    if problems:
+        raise DataError(problems)
+    return corpus
 
 
 def read_xml(path: Path, split: str, gold: Gold | None, report: IntakeReport):
@@ -75,6 +102,8 @@ def read_xml(path: Path, split: str, gold: Gold | None, report: IntakeReport):
                         ORIGIN: f"{path}:{related.sourceline}"})
         pairs.append({"query_id": query_id, "ticket_id": ticket_id, "label": label, "split": split,
                       "source_rank": related.get("RELQ_RANKING_ORDER"), ORIGIN: f"{path}:{related.sourceline}"})
+    if not tickets and not problems:
+        problems.append(f"{path}:{root.sourceline}: no OrgQuestion element under <{root.tag}>: not a SemEval Task 3 subtask B file")
     if gold is not None:
         unmatched = sorted(set(gold.labels) - {(p["query_id"], p["ticket_id"]) for p in pairs})
         problems += [f"{gold.labels[key][1]}: pair {key[0]} {key[1]} has no OrgQuestion/RelQuestion in {path}" for key in unmatched]
@@ -117,26 +146,65 @@ def read_gold(path: Path) -> Gold:
 
 
 def parse(path: Path) -> etree._Element:
+    """The root element, or a DataError with the file:line of the first problem (bytes invalid in the encoding too)."""
     if not path.is_file():
         raise DataError([f"{path}: file not found (check datasets.*.raw and the file names in params.yaml)"])
+    # From bytes, not from the file name: reading the file, libxml2 reports invalid bytes as an OSError without a line.
+    data = read_bytes(path)
+    check_encoding(path, data)
     try:
-        return etree.parse(str(path), etree.XMLParser(resolve_entities=False, huge_tree=True)).getroot()
+        return etree.fromstring(data, etree.XMLParser(resolve_entities=False, huge_tree=True), base_url=str(path))
     except etree.XMLSyntaxError as error:
-        raise DataError([f"{path}:{error.lineno}: not well-formed XML: {error.msg}"]) from None
+        raise DataError([f"{path}:{error.lineno or 1}: not well-formed XML: {error.msg}"]) from None
+
+
+def check_encoding(path: Path, data: bytes) -> None:
+    """A DataError at the line of the first bytes invalid in the file's encoding.
+
+    libxml2 finds them too, but gives their line only for UTF-8 (other encodings are converted a block at a time).
+    An encoding Python does not know is left to libxml2, which reports it.
+    """
+    bom = next((name for mark, name in BOMS if data.startswith(mark)), None)
+    declared = DECLARED.match(data[:1024])
+    encoding = bom or (declared.group(1).decode() if declared else "utf-8")
+    try:
+        if codecs.lookup(encoding).name in NOT_XML:
+            return
+        data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data[:error.start].decode(encoding, errors="replace").count("\n") + 1
+        said = "its byte order mark" if bom else "its XML declaration" if declared else "XML without an encoding declaration"
+        raise DataError([f"{path}:{line}: bytes that are not {encoding} ({data[error.start:error.end][:8]!r} at byte "
+                         f"{error.start}), the encoding {said} implies; re-export the file"]) from None
+    except (UnicodeError, LookupError):
+        return
 
 
 def text(element) -> str:
     return (element.text or "").strip() if element is not None else ""
 
 
-def merge_repeats(rows: list[dict], id_column: str, report: IntakeReport) -> list[dict]:
-    """Drop exact repeats of a record (same id, same texts), counting them; differing repeats stay for validate to flag."""
-    kept, seen = [], set()
+def merge_repeats(rows: list[dict], id_column: str, report: IntakeReport, problems: list[str]) -> list[dict]:
+    """One record per id: repeats merged field by field (an empty field takes another copy's text, counted).
+
+    A copy whose text differs in a field is a problem naming the field, both values and both places.
+    """
+    table, fields = ("queries" if id_column == "query_id" else "tickets"), ELEMENT[id_column]
+    first: dict[str, dict] = {}
     for row in rows:
-        key = tuple(v for k, v in row.items() if k != ORIGIN)
-        if key in seen:
-            report.add(f"repeated {id_column} records merged")
+        kept = first.get(row[id_column])
+        if kept is None:
+            first[row[id_column]] = dict(row)
             continue
-        seen.add(key)
-        kept.append(row)
-    return kept
+        conflicts = [f for f in fields if kept[f] and row[f] and kept[f] != row[f]]
+        for f in conflicts:
+            problems.append(f"{row[ORIGIN]}: {id_column} {row[id_column]!r} is repeated with another {f} ({fields[f]}): "
+                            f"{shorten(row[f])} here, {shorten(kept[f])} at {kept[ORIGIN]}")
+        if conflicts:
+            continue
+        for f in fields:
+            if kept[f] != row[f]:  # empty in one of the two copies
+                report.add(f"{table} with an empty {f} in a repeated copy, filled from another")
+                kept[f] = kept[f] or row[f]
+        report.add(f"repeated {id_column} records merged")
+    return list(first.values())

@@ -3,6 +3,9 @@
 Raw tables carry an `origin` column ("file:line") per record, so each problem names the file, the record
 and what is wrong. All problems are collected and raised together; anything deliberately skipped
 (identical duplicate pairs) or tolerated (one empty text component) is counted in the IntakeReport.
+
+Bad input is always a DataError, never another exception: each problem starts with 'file:line: ' (line 1 for a
+header), or 'file: ' when the file cannot be read at all. `ticketsim` exits 65 on it (see ticketsim.cli).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from ticketsim.data.tables import (
 
 MAX_LISTED = 50
 ORIGIN = "origin"
+MAX_RANK = 2**31 - 1    # source_rank is stored as Int32
 
 
 class DataError(ValueError):
@@ -61,9 +65,26 @@ def parse_label(value: object) -> int | None:
     return int(text) if text in {str(v) for v in LABELS.values()} else None
 
 
+def shorten(text: str, width: int = 60) -> str:
+    """A value for a message: quoted like repr, cut to about `width` characters (a pasted log can be megabytes)."""
+    if len(text) <= width:
+        return repr(text)
+    return f"{text[:width - 3] + '...'!r} ({len(text)} characters)"
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a file, or a DataError naming it when it is missing or cannot be read."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise DataError([f"{path}: file not found"]) from None
+    except OSError as error:
+        raise DataError([f"{path}: cannot be read ({error.strerror or error})"]) from None
+
+
 def read_utf8(path: Path) -> str:
     """The text of a file, or a DataError naming the line of the first bytes that are not UTF-8."""
-    data = path.read_bytes()
+    data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -73,9 +94,11 @@ def read_utf8(path: Path) -> str:
 
 
 def require_columns(columns: list[str], required: tuple[str, ...], file: str | Path) -> None:
+    """The header (line 1) names every required column."""
     missing = [c for c in required if c not in columns]
     if missing:
-        raise DataError([f"{file}: missing column(s) {missing}; found {columns}"])
+        found = ", ".join(shorten(c, 40) for c in columns[:20]) + (", ..." if len(columns) > 20 else "")
+        raise DataError([f"{file}:1: missing column(s) {missing}; found {found or 'no header'}"])
 
 
 def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame,
@@ -134,13 +157,14 @@ def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str],
             problems.append(f"{where}: unknown ticket_id {ticket_id!r}")
             ok = False
         if label is None:
-            problems.append(f"{where}: unknown label {row['label']!r}; expected one of {list(LABELS)} or {list(LABELS.values())}")
+            problems.append(f"{where}: unknown label {shorten(str(row['label']))}; "
+                            f"expected one of {list(LABELS)} or {list(LABELS.values())}")
             ok = False
         if split is not None and split not in SPLITS:
-            problems.append(f"{where}: unknown split {split!r}; expected one of {list(SPLITS)}")
+            problems.append(f"{where}: unknown split {shorten(str(split))}; expected one of {list(SPLITS)}")
             ok = False
-        if rank and not rank.isdigit():
-            problems.append(f"{where}: source_rank {rank!r} is not a whole number")
+        if rank and not (rank.isascii() and rank.isdigit() and len(rank) <= 10 and int(rank) <= MAX_RANK):
+            problems.append(f"{where}: source_rank {shorten(rank)} is not a whole number from 0 to {MAX_RANK}")
             ok = False
         if not ok:
             continue

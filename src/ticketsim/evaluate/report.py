@@ -6,14 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import numpy as np
 import polars as pl
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from ticketsim.evaluate.measures import RELEVANT  # noqa: E402
+from ticketsim.evaluate.measures import RELEVANT
 
 Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -> protocol -> measure -> value
 
@@ -38,8 +34,11 @@ def format_value(measure: str, value: float | None) -> str:
 
 def bar_plot(results: Results, split: str, path: str | Path, title: str,
              bars: tuple[tuple[str, str], ...] = (("rerank", "map"), ("retrieve", "map@10"), ("retrieve", "acc@10"))) -> None:
+    from matplotlib.figure import Figure  # a second of imports: only where a plot is drawn; no pyplot, no global state
+
     methods = list(results)
-    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(methods) * len(bars) / 2, 3.5))
+    fig = Figure(figsize=(1.5 + 1.2 * len(methods) * len(bars) / 2, 3.5))
+    ax = fig.subplots()
     width = 0.8 / len(bars)
     for i, (protocol, measure) in enumerate(bars):
         values = [results[m].get(split, {}).get(protocol, {}).get(measure, float("nan")) for m in methods]
@@ -51,7 +50,6 @@ def bar_plot(results: Results, split: str, path: str | Path, title: str,
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def write_metrics(metrics: Mapping[str, Any], path: str | Path) -> None:
@@ -80,7 +78,10 @@ def reliability_plot(calibrated: np.ndarray, gold: np.ndarray, path: str | Path,
             centres.append(calibrated[which == b].mean())
             means.append(gold[which == b].mean())
             counts.append(int((which == b).sum()))
-    fig, ax = plt.subplots(figsize=(4, 4))
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 4))
+    ax = fig.subplots()
     ax.plot([1, 5], [1, 5], color="grey", linestyle="--", label="perfect")
     ax.scatter(centres, means, s=[10 + 3 * c for c in counts], label="bins (size = pairs)")
     ax.set(xlim=(1, 5), ylim=(1, 5), xlabel="calibrated score", ylabel="mean gold label", title=title)
@@ -88,7 +89,6 @@ def reliability_plot(calibrated: np.ndarray, gold: np.ndarray, path: str | Path,
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def table5(parts: list[Results]) -> Results:

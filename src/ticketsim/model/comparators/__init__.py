@@ -1,0 +1,121 @@
+"""The text-matching designs the Replicated Siamese LSTM is judged against: one registry, one path from tokens to predict.
+
+Each comparator reads query = SUB1 + DESC1 and ticket = SUB2 + DESC2 + SOL2 (HRDE: the ticket's sentences as chunks)
+and returns a score in (0, 1) per pair, so `ticketsim.train.fit` trains every one of them like the Siamese LSTM:
+
+    model = build_comparator("hrde-ltc", {"hidden": 64}, words, word_table, training_texts(tokens, train_pairs))
+    predict = pair_predictor(model, tokens, pairs, words)
+    fit(model, predict, rescale(labels), train_rows, dev_rows, train_cfg, seed, loss=softmax, groups=query_groups(pairs))
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+import torch.nn as nn
+
+from ticketsim.channels.cache import component_tokens
+from ticketsim.model.comparators.cdssm import CDSSM, CDSSMConfig
+from ticketsim.model.comparators.dssm import DSSM, DSSMConfig
+from ticketsim.model.comparators.hrde import HRDE, HRDEConfig
+from ticketsim.model.comparators.inputs import Chunks, chunked, trigram_index, word_trigrams
+from ticketsim.model.comparators.mvlstm import MVLSTM, MVLSTMConfig
+from ticketsim.model.inputs import Encoded, padded, vocabulary_index
+from ticketsim.model.siamese import Texts
+from ticketsim.text.tokenize import Tokens
+
+QUERY_TEXT, TICKET_TEXT, TICKET_PARTS = "sub+desc", "sub+desc+sol", ("sub", "desc", "sol")
+
+# name -> (module, its config, the settings that make this variant); a variant is a config, never a copy
+REGISTRY: dict[str, tuple[type[nn.Module], type, dict[str, Any]]] = {
+    "dssm": (DSSM, DSSMConfig, {}),
+    "cdssm": (CDSSM, CDSSMConfig, {}),
+    "cgru": (CDSSM, CDSSMConfig, {"gru": 32}),
+    "rde": (HRDE, HRDEConfig, {"hierarchical": False}),
+    "hrde": (HRDE, HRDEConfig, {}),
+    "hrde-ltc": (HRDE, HRDEConfig, {"topics": 8}),
+    "mvlstm": (MVLSTM, MVLSTMConfig, {}),
+    "amvlstm": (MVLSTM, MVLSTMConfig, {"attention": 32}),
+}
+
+
+def build_comparator(name: str, cfg: Mapping[str, Any] | None, words: Sequence[str], word_table: np.ndarray | None = None,
+                     trigram_texts: Sequence[Sequence[str]] = ()) -> nn.Module:
+    """A fresh model (seed torch first). `cfg` overrides the variant's defaults; its optional `model` names the registry
+    entry when `name` is a label of its own (params.yaml: `cdssm-wide: {model: cdssm, filters: 300}`).
+
+    words: the vocabulary, rows 1.. of the word embedding (row 0 pads); word_table: their (len(words), dim) pretrained
+    vectors, or None for trainable random ones. trigram_texts: the training texts whose words make the trigram
+    vocabulary of the letter-trigram models (`training_texts`).
+    """
+    settings = dict(cfg or {})
+    kind = settings.pop("model", name)
+    if kind not in REGISTRY:
+        raise ValueError(f"comparator {name!r}: unknown model {kind!r}; choose one of {sorted(REGISTRY)}")
+    module, config, preset = REGISTRY[kind]
+    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in {**preset, **settings}.items()}
+    allowed = {f.name for f in dataclasses.fields(config)} - {"n_trigrams", "vocab_size"}
+    if unknown := sorted(set(settings) - allowed):
+        raise ValueError(f"comparator {name!r} ({kind}): unknown settings {unknown}; {config.__name__} has {sorted(allowed)}")
+    if "n_trigrams" in {f.name for f in dataclasses.fields(config)}:
+        index = trigram_index(trigram_texts, settings.get("trigram_min_count", 1))
+        if not index:
+            raise ValueError(f"comparator {name!r} ({kind}): no letter trigrams; pass the training texts as trigram_texts")
+        return module(config(n_trigrams=len(index) + 1, **settings), word_trigrams(words, index))
+    table = None
+    if word_table is not None:
+        table = np.vstack([np.zeros((1, word_table.shape[1]), np.float32), np.asarray(word_table, np.float32)])
+        settings["word_dim"] = table.shape[1]
+    return module(config(vocab_size=len(words) + 1, **settings), table)
+
+
+def training_texts(tokens: Tokens, train_pairs: pl.DataFrame) -> list[list[str]]:
+    """The query and ticket texts of the training pairs: where the trigram vocabulary comes from."""
+    queries = tokens.queries.filter(pl.col("query_id").is_in(train_pairs["query_id"].unique().implode()))
+    tickets = tokens.tickets.filter(pl.col("ticket_id").is_in(train_pairs["ticket_id"].unique().implode()))
+    return component_tokens(queries, QUERY_TEXT) + component_tokens(tickets, TICKET_TEXT)
+
+
+def query_groups(pairs: pl.DataFrame) -> torch.Tensor:
+    """(len(pairs),) the index of each pair's query: `fit(groups=...)` batches whole queries for the ranking losses."""
+    position: dict[str, int] = {}
+    return torch.tensor([position.setdefault(q, len(position)) for q in pairs["query_id"]], dtype=torch.long)
+
+
+def pair_predictor(model: nn.Module, tokens: Tokens, pairs: pl.DataFrame,
+                   words: Sequence[str]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """predict(rows) = the model's scores of those rows of `pairs` (any query_id, ticket_id frame: a pool is a cross join).
+
+    Every text of the pairs is encoded once here, cut to the model's token limits; a batch takes its rows, trimmed.
+    """
+    cfg, index = model.cfg, vocabulary_index(words)
+    queries = tokens.queries.filter(pl.col("query_id").is_in(pairs["query_id"].unique().implode()))
+    tickets = tokens.tickets.filter(pl.col("ticket_id").is_in(pairs["ticket_id"].unique().implode()))
+    query_texts = padded(component_tokens(queries, QUERY_TEXT), index, cfg.query_tokens)
+    if getattr(cfg, "hierarchical", False):
+        ticket_texts: Texts | Chunks = chunked([component_tokens(tickets, c) for c in TICKET_PARTS], index,
+                                               cfg.max_chunks, cfg.chunk_tokens)
+    else:
+        ticket_texts = padded(component_tokens(tickets, TICKET_TEXT), index, cfg.ticket_tokens)
+    q_rows = rows_of(queries["query_id"], pairs["query_id"])
+    t_rows = rows_of(tickets["ticket_id"], pairs["ticket_id"])
+
+    def take(texts: Texts | Chunks, rows: torch.Tensor) -> Texts | Chunks:
+        return texts.take(rows) if isinstance(texts, Chunks) else Encoded.trimmed(texts, rows)
+
+    return lambda rows: model(take(query_texts, q_rows[rows]), take(ticket_texts, t_rows[rows]))
+
+
+def rows_of(ids: pl.Series, wanted: pl.Series) -> torch.Tensor:
+    position = {x: i for i, x in enumerate(ids)}
+    return torch.tensor([position[x] for x in wanted], dtype=torch.long)
+
+
+def parameter_count(model: nn.Module) -> dict[str, int]:
+    """Trainable and frozen parameters (a frozen pretrained word table counts as frozen)."""
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {"trainable": trainable, "frozen": sum(p.numel() for p in model.parameters()) - trainable}

@@ -1,0 +1,101 @@
+"""The losses the one trainer takes (MSE, binary CE, per-query ranking) and the whole-query batches ranking needs.
+
+A loss is loss(scores, targets, groups, reduction): scores in (0, 1) and targets (labels rescaled to 0..1) of one batch,
+groups the query index of each row (None for the pointwise losses). reduction 'sum' adds one term per row, so the
+trainer's dev loss, summed over batches and divided by the rows, is the mean of the same per-row terms.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-6
+
+Loss = Callable[..., torch.Tensor]
+
+
+def mse(scores: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None,
+        reduction: str = "mean") -> torch.Tensor:
+    """The trainer's default: squared error to the rescaled labels."""
+    return F.mse_loss(scores, targets, reduction=reduction)
+
+
+def bce(scores: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None,
+        reduction: str = "mean") -> torch.Tensor:
+    """Binary cross-entropy to the rescaled labels (REL = 0.5 is a soft target): HRDE's loss."""
+    return F.binary_cross_entropy(scores.clamp(EPS, 1 - EPS), targets, reduction=reduction)
+
+
+def logits(scores: torch.Tensor) -> torch.Tensor:
+    scores = scores.clamp(EPS, 1 - EPS)
+    return torch.log(scores) - torch.log1p(-scores)
+
+
+def grouped(groups: torch.Tensor | None, loss: str) -> tuple[torch.Tensor, int]:
+    if groups is None:
+        raise ValueError(f"the {loss} loss ranks each query's candidates: pass fit(..., groups=query index of each pair)")
+    keys, inverse = torch.unique(groups, return_inverse=True)
+    return inverse, len(keys)
+
+
+def softmax(scores: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None,
+            reduction: str = "mean") -> torch.Tensor:
+    """Per query, cross-entropy of the softmax over its candidates' logit(score) against its targets normalised to sum 1
+    (DSSM's softmax over a query's documents, graded: YES 1, REL .5, NO 0). A query's loss counts once per candidate
+    it has, so every pair weighs alike; a query without a relevant candidate adds 0."""
+    inverse, n_groups = grouped(groups, "softmax")
+    z = logits(scores)
+    top = torch.full((n_groups,), float("-inf")).scatter_reduce(0, inverse, z.detach(), "amax")
+    log_norm = torch.log(torch.zeros(n_groups).index_add(0, inverse, torch.exp(z - top[inverse]))) + top
+    mass = torch.zeros(n_groups).index_add(0, inverse, targets)
+    wanted = torch.where(mass[inverse] > 0, targets / mass[inverse].clamp(min=EPS), torch.zeros_like(targets))
+    per_query = torch.zeros(n_groups).index_add(0, inverse, -wanted * (z - log_norm[inverse]))
+    total = (per_query * torch.bincount(inverse, minlength=n_groups)).sum()
+    return total if reduction == "sum" else total / max(1, len(scores))
+
+
+def pairwise(scores: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None, reduction: str = "mean",
+             margin: float = 1.0) -> torch.Tensor:
+    """Hinge on every two candidates of a query with different targets: max(0, margin - (logit better - logit worse)),
+    summed per query; 'mean' divides by the rows."""
+    inverse, _ = grouped(groups, "pairwise")
+    z = logits(scores)
+    better = (inverse.unsqueeze(1) == inverse.unsqueeze(0)) & (targets.unsqueeze(1) > targets.unsqueeze(0))
+    total = (margin - (z.unsqueeze(1) - z.unsqueeze(0))).clamp(min=0)[better].sum()
+    return total if reduction == "sum" else total / max(1, len(scores))
+
+
+LOSSES: dict[str, Loss] = {"mse": mse, "bce": bce, "softmax": softmax, "pairwise": pairwise}
+
+
+def loss_of(name: str, **options: float) -> Loss:
+    """params.yaml's `loss: pairwise` (+ `margin`) -> the function fit takes."""
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
+    return partial(LOSSES[name], **options) if options else LOSSES[name]
+
+
+def batches(rows: torch.Tensor, batch_size: int, generator: torch.Generator | None = None,
+            groups: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """rows in batches of batch_size, shuffled by `generator` (None keeps the order).
+
+    With groups (query index per pair, indexed by row), a batch holds whole queries: the queries come in shuffled
+    order and fill a batch while it stays within batch_size rows (a larger query is a batch of its own).
+    """
+    if groups is None or len(rows) == 0:
+        order = rows if generator is None else rows[torch.randperm(len(rows), generator=generator)]
+        return list(order.split(batch_size))
+    _, inverse = torch.unique(groups[rows], return_inverse=True)
+    queries = rows[torch.argsort(inverse, stable=True)].split(torch.bincount(inverse).tolist())
+    if generator is not None:
+        queries = [queries[i] for i in torch.randperm(len(queries), generator=generator)]
+    out, current = [], []
+    for query in queries:
+        if current and sum(map(len, current)) + len(query) > batch_size:
+            out.append(torch.cat(current))
+            current = []
+        current.append(query)
+    return out + ([torch.cat(current)] if current else [])
