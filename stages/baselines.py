@@ -7,7 +7,7 @@ from ticketsim.evaluate.baselines import bm25_matrix, source_order_scores
 from ticketsim.evaluate.report import write_results
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+from ticketsim.tracking import log_artifacts, log_methods, stage_run
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
         if source_order is not None:
             results["source_order"] = evaluate_method(pairs, source_order, None, params.evaluation)
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: baselines")
-        log_metrics(results, by_method=True)   # one child run per method (bm25, source_order), the same keys in each
+        log_methods(results)   # one child run per method (bm25, source_order), the same keys in each
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -6,7 +6,7 @@ from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.baselines import channel_rows
 from ticketsim.evaluate.report import write_results
-from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+from ticketsim.tracking import log_artifacts, log_methods, stage_run
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
         pairs, vectors = Corpus.read(args.corpus).pairs, ChannelVectors.load(args.vectors)
         results = channel_rows(pairs, vectors, spec.levels, spec.distances, params.evaluation)
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: channel {args.channel} rows")
-        log_metrics(results, by_method=True)   # one child run per row, tagged method: the same keys in every row
+        log_methods(results)   # one child run per row, tagged method: the same keys in every row
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ticketsim.config import load_params
 from ticketsim.evaluate.report import table5, write_results
-from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+from ticketsim.tracking import log_artifacts, log_methods, stage_run
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
         paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
         results = table5([json.loads(p.read_text()) for p in paths])
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: Table 5")
-        log_metrics(results, by_method=True)   # one child run per method: compare them all, one column per figure
+        log_methods(results)   # one child run per method: compare them all, one column per figure
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -2,7 +2,7 @@
 import mlflow
 
 from ticketsim.config import TextConfig, TrackingConfig
-from ticketsim.tracking import URI_VARIABLE, log_artifacts, log_metrics, stage_run, tracking_uri
+from ticketsim.tracking import URI_VARIABLE, log_artifacts, log_methods, log_metrics, stage_run, tracking_uri
 
 
 def test_stage_run_logs_params_metrics_tags_and_artifacts(tmp_path):
@@ -55,7 +55,7 @@ def test_methods_are_child_runs_with_the_same_keys_and_the_runs_show_their_datas
     corpus = tiny_corpus(tmp_path / "prepared")
     figures = {"dev": {"rerank": {"map": 0.5}, "retrieve": {"mrr@10": 0.25}}, "test": {"rerank": {"map": 0.4}}}
     with stage_run(cfg, "baselines", "tiny", corpus=corpus, raw="data/tiny-raw", context="eval") as run:
-        log_metrics({"bm25": figures, "source_order": figures, "training": {"seconds": 1}}, by_method=True)
+        log_methods({"bm25": figures, "source_order": figures, "training": {"seconds": 1}})
     for variant in ("15", "16"):
         with stage_run(cfg, "siamese", "tiny", {"variant": variant}, name=f"siamese#{variant}@tiny",
                        tags={"variant": variant, "method": f"#{variant}"}, corpus=corpus) as trained:

@@ -38,8 +38,6 @@ def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, param
     `corpus`: the prepared folder (default PREPARED); `raw`: the raw files it was prepared from (the input's source);
     `context`: how the run uses it, "train" (fits something to it) or "eval" (only scores it).
     """
-    import mlflow
-
     uri = tracking_uri(cfg)
     mlflow.set_tracking_uri(uri)
     experiment = mlflow.get_experiment_by_name(cfg.experiment)
@@ -65,18 +63,13 @@ def metric_values(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, flo
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
 
 
-def log_metrics(metrics: Mapping[str, Any], prefix: str = "", step: int | None = None, *, by_method: bool = False) -> None:
+def log_metrics(metrics: Mapping[str, Any], prefix: str = "", step: int | None = None) -> None:
     """Nested metric dicts become dotted keys; '@' (not allowed by MLflow) becomes '_at_'; NaN is skipped.
 
     `step` (an epoch, say) makes a metric that changes over time one stepped series instead of many keys. Keys name the
-    figure only (`dev.rerank.map`): the method or variant that produced it is the run's tag (see stage_run). `by_method`:
-    `metrics` is method -> figures, and each method goes to a child run of its own (log_methods).
+    figure only (`dev.rerank.map`): the method or variant that produced it is the run's tag (see stage_run); a stage
+    that scores several methods logs each in a child run of its own (log_methods).
     """
-    import mlflow
-
-    if by_method:
-        log_methods(metrics)
-        return
     mlflow.log_metrics(metric_values(metrics, prefix), step=step)
 
 
@@ -91,7 +84,6 @@ def log_methods(results: Mapping[str, Mapping[str, Any]], params: Mapping[str, M
     """
     import time
 
-    import mlflow
     from mlflow.entities import Metric, Param
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
@@ -122,8 +114,6 @@ def log_corpus(dataset: str | None, folder: str | Path, raw: str | None = None, 
     """The prepared corpus in `folder` as the active run's input: name = dataset, digest = a hash of its files, source =
     the raw files (else the folder). Metadata only: nothing is uploaded. False (nothing logged) when the folder is empty.
     """
-    import mlflow
-
     found = corpus_dataset(dataset or Path(folder).name, folder, raw)
     if found is None:
         return False
@@ -146,7 +136,6 @@ def corpus_dataset(name: str, folder: str | Path, raw: str | None = None):
 
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
-    from mlflow.exceptions import MlflowException
 
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
@@ -201,8 +190,6 @@ def child_run(cfg: TrackingConfig, parent_run_id: str, name: str, params: Mappin
     A worker process has no active run: the parent is named by id, and the child lands in the parent's experiment with
     the parent's stage, dataset and git revision tags (and `tags`) and the parent's dataset input.
     """
-    import mlflow
-
     mlflow.set_tracking_uri(tracking_uri(cfg))
     registry = client(cfg)
     parent = registry.get_run(parent_run_id)

@@ -17,6 +17,7 @@ Its vector is the element-wise max (or mean) over its passages' vectors, or the 
 from __future__ import annotations
 
 import argparse
+import bisect
 import importlib.metadata
 import os
 import re
@@ -253,12 +254,13 @@ def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) 
         while True:
             end = min(start + size, n)
             if end < n:     # back off to the last word start inside the window, unless one word fills it
-                end = next((s for s in reversed(starts) if start < s <= end), end)
+                last = starts[bisect.bisect_right(starts, end) - 1]
+                end = last if last > start else end
             result[i].append(stripped[i][offsets[start][0]:offsets[end - 1][1]])
             if end == n:
                 break
-            nxt = next((s for s in starts if s >= end - overlap), end)
-            start = nxt if start < nxt <= end else end
+            at = bisect.bisect_left(starts, end - overlap)     # the first word start in the overlap
+            start = starts[at] if at < len(starts) and start < starts[at] <= end else end
     return result
 
 
