@@ -30,7 +30,7 @@ SMALL = {
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    """Tiny matrices: a second torch thread on a shared 2-core box only waits (README, the Siamese LSTM section)."""
+    """Tiny matrices: a second torch thread on a shared 2-core box only waits (docs/model.md)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

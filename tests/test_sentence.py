@@ -63,7 +63,7 @@ def test_the_packaged_model_loads_from_its_folder_offline(encoder):
 
 
 def test_every_component_is_cached_with_the_right_shapes(window, corpus, tmp_path):
-    vectors, report = sentence_vectors(corpus, window, progress=False)
+    vectors, report = sentence_vectors(corpus, window, pooling="max", progress=False)
     assert vectors.channel == "S" and set(vectors.queries) == set(QUERY_COMPONENTS) and set(vectors.tickets) == set(TICKET_COMPONENTS)
     assert all(v.shape == (2, 384) and v.dtype == np.float32 for v in vectors.queries.values())
     assert all(v.shape == (3, 384) and v.dtype == np.float32 for v in vectors.tickets.values())
@@ -106,7 +106,8 @@ def test_a_long_text_is_the_max_over_its_passages(encoder, window):
 
 def test_same_model_and_texts_give_the_same_bytes(window):
     texts = ["pump leaking", LONG, "printer jams in tray 2", ""]
-    assert np.array_equal(encode_texts(window, texts), encode_texts(window, list(reversed(texts)))[::-1])
+    for pooling in ("max", "first"):
+        assert np.array_equal(encode_texts(window, texts, pooling), encode_texts(window, list(reversed(texts)), pooling)[::-1])
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path):

@@ -241,7 +241,7 @@ class TuneConfig:
     """The Optuna search of the final variant's W, V and hidden size (ticketsim.tune), on the train and dev pairs only."""
 
     enabled: bool = True            # false: no search, the tuned file gets the final variant's own weights
-    storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql://... lets many machines share one study
+    storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study
     study: str = "ticketsim-tune"   # study name prefix: <study>-<dataset>-<hash of the search config and data>
     n_trials: int = 20              # finished (complete or pruned) trials of the study, over every worker and resume
     timeout: float | None = 600.0   # seconds a worker keeps starting trials

@@ -11,8 +11,11 @@ Local folders load with HF_HUB_OFFLINE=1 and local_files_only: nothing is ever f
 
 A component's text is the raw text of its fields (not our tokens), joined by a newline. A text longer than the encoder
 reads is cut into passages: windows of whole words of at most max_tokens tokens that overlap by `overlap` tokens.
-Its vector is the element-wise max (or mean) over its passages' vectors, or the first passage's alone (= truncation);
-`normalize` scales it back to unit length. An empty text gets a zero vector, as in channel E.
+Its vector is the first passage's alone (`first`: plain truncation, the default), or the element-wise max or mean over
+its passages' vectors; `normalize` scales it back to unit length. An empty text gets a zero vector, as in channel E.
+Why first: on SemEval-2016 dev (a third of the texts cut), ticket SUB+DESC+SOL ranked best from its first passage with
+both encoders, mean of all passages second and max last (benchmarks/sentence_encoder.py rows): there the thread's later
+comments add more noise than evidence. Tickets whose decisive text comes late may differ: measure before switching.
 """
 from __future__ import annotations
 
@@ -297,7 +300,7 @@ def pool(vectors: np.ndarray, pooling: Pooling, normalize: bool) -> np.ndarray:
     return pooled
 
 
-def encode_texts(encoder: SentenceEncoder, texts: Sequence[str], pooling: Pooling = "max", overlap: int = 32,
+def encode_texts(encoder: SentenceEncoder, texts: Sequence[str], pooling: Pooling = "first", overlap: int = 32,
                  normalize: bool = True, batch_size: int = 32, threads: int = 1, progress: bool = False) -> np.ndarray:
     """(len(texts), dim) float32: each text's pooled passage vectors; zeros for an empty text."""
     return encode_groups(encoder, {"texts": list(texts)}, pooling, overlap, normalize, batch_size, threads, progress)[0]["texts"]
@@ -347,7 +350,7 @@ class SentenceReport:
     seconds: float
 
 
-def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling = "max", overlap: int = 32,
+def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling = "first", overlap: int = 32,
                      normalize: bool = True, batch_size: int = 32, threads: int = 1,
                      progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
     """S of every query and ticket component of a prepared corpus, on `threads` torch threads."""

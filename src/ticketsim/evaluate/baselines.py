@@ -4,14 +4,12 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 import polars as pl
-import torch
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import BM25Config, EvaluationConfig
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.text.tokenize import Tokens
 
 
@@ -41,6 +39,10 @@ def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> Sco
     The matrix holds -d, which orders and calibrates exactly as g does but does not underflow to 0
     when long texts are far apart.
     """
+    import torch   # BM25 alone (the baselines stage) needs neither torch nor the metric
+
+    from ticketsim.model.metric import MetricConfig, distance
+
     cfg = MetricConfig(channels={vectors.channel: 1.0}, levels={level: 1.0}, distance=kind)
     as_tensors = lambda side: {vectors.channel: {c: torch.from_numpy(v).double() for c, v in side.items()}}  # noqa: E731
     values = -distance(as_tensors(vectors.queries), as_tensors(vectors.tickets), cfg, pool=True)
