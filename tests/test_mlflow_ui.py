@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+from test_mlflow_server import answers, free_port
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
 
@@ -36,20 +36,6 @@ METRIC_ROW = """key => {
   const row = [...values.querySelectorAll('[role="rowgroup"] > div')].filter(d => d.style.top === cell.style.top);
   return {rows: 1, values: row.map(d => d.textContent.trim())};
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def answers(uri: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture

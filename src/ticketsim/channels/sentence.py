@@ -331,7 +331,7 @@ def encode_groups(encoder: SentenceEncoder, groups: dict[str, list[str]], poolin
         encoded = encode_passages(encoder, unique, batch_size, progress)
     text_vectors = {text: pool(encoded[[index[p] for p in parts]], pooling, normalize) for text, parts in zip(distinct, cut)}
     zero = np.zeros(encoder.dim, dtype=np.float32)
-    vectors = {name: np.stack([text_vectors.get(text.strip(), zero) for text in texts]).astype(np.float32).reshape(len(texts), -1)
+    vectors = {name: np.array([text_vectors.get(text.strip(), zero) for text in texts], dtype=np.float32).reshape(len(texts), encoder.dim)
                for name, texts in groups.items()}
     report = EncodeReport(texts=len(distinct), passages=len(unique), cut=sum(len(parts) > 1 for parts in full) / max(len(distinct), 1),
                           seconds=round(time.perf_counter() - started, 1))
