@@ -35,7 +35,8 @@ def main() -> None:
             args.bundle, text=params.text, variant=variant, siamese=cfg,
             scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
             sources={"word2vec": args.word2vec, "char_blstm": args.char_blstm, "docnade": args.docnade,
-                     "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"})
+                     "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"},
+            sentence=params.sentence, bm25=params.bm25)
         # The version's run holds the variant's own figures (dev.rerank.map, ...): what the retraining gate compares.
         results = json.loads(Path(args.metrics).read_text())
         log_metrics(next(value for key, value in results.items() if key != "training"))   # the model's one row ("#22-tuned")

@@ -5,7 +5,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ticketsim.channels.projection import fault_types, projection_plot
-from ticketsim.channels.sentence import EncoderError, load_encoder, sentence_vectors
+from ticketsim.channels.sentence import EncoderError, sentence_channel
 from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import write_metrics
@@ -26,20 +26,18 @@ def main() -> None:
     cfg = params.sentence
     with stage_run(params.tracking, "sentence_encoder", args.dataset, {"sentence": cfg}, corpus=args.corpus,
                    raw=params.dataset(args.dataset).raw):
+        corpus = Corpus.read(args.corpus)
         try:
-            encoder = load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens)
+            vectors, report = sentence_channel(corpus, cfg)
         except EncoderError as error:
             sys.exit(f"sentence_encoder@{args.dataset}: {error}")
-        corpus = Corpus.read(args.corpus)
-        vectors, report = sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
-                                           batch_size=cfg.batch_size, threads=cfg.threads)
         vectors.save(args.out)
         metrics = {key: value for key, value in asdict(report).items() if key not in ("model", "folder")}
         write_metrics(metrics, args.metrics)
         subjects = [subject.lower().split() for subject in corpus.tickets["subject"].fill_null("")]
         labels = fault_types(subjects) if params.dataset(args.dataset).source == "synthetic" else ["ticket"] * len(subjects)
         projection_plot(vectors.tickets["sub+desc+sol"], labels, Path(args.plots) / "tickets.png",
-                        f"{args.dataset}: S of ticket SUB+DESC+SOL ({encoder.name}, PCA of unit-length vectors)")
+                        f"{args.dataset}: S of ticket SUB+DESC+SOL ({report.model}, PCA of unit-length vectors)")
         log_metrics(metrics)
         log_artifacts(args.metrics, args.plots)
 

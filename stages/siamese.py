@@ -21,6 +21,7 @@ from ticketsim.experiment import (
     build_model,
     channel_scale,
     fingerprint,
+    loss_and_groups,
     metric_of,
     pair_predictor,
     pool_scores,
@@ -66,10 +67,10 @@ def main() -> None:
         pairs, train_pairs = corpus.pairs, corpus.split("train")
         cached = [v for v in map(ChannelVectors.load, args.channels) if metric.channels.get(v.channel)]
         scales = {v.channel: channel_scale(v, train_pairs) for v in cached}
-        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens)
+        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens, params.bm25)
         chars = load_checkpoint(args.char_blstm)
         torch.manual_seed(params.seed)
-        model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim)
+        model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant)
 
         predict = pair_predictor(model, inputs, pairs, metric)
         split = pairs["split"].to_list()
@@ -78,9 +79,11 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         meta = {"model_config": asdict(model.cfg), "train_config": asdict(cfg.train), "variant": asdict(variant),
                 "max_tokens": cfg.max_tokens, "seed": params.seed, "data": fingerprint(pairs)}
+        loss, groups = loss_and_groups(variant, pairs)
         history = fit(model, predict, rescale(torch.tensor(pairs["label"].to_list())), rows["train"], rows["dev"], cfg.train,
                       params.seed, out / "checkpoint.pt", meta,
-                      on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
+                      on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch),
+                      loss=loss, groups=groups)
 
         model.eval()
         scores = predict_all(predict, pairs.height)
@@ -97,6 +100,10 @@ def main() -> None:
                          Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
         training = {"epochs": len(history.dev_loss), "best_epoch": history.best_epoch, "best_dev_loss": history.best_dev_loss,
                     "seconds": round(time.perf_counter() - started, 1)}
+        if variant.learn:   # the W and V it ended with
+            learned = model.metric(metric)
+            training["weights"] = {"channels": {c: round(float(w), 4) for c, w in learned.channels.items()},
+                                   "levels": {k: round(float(w), 4) for k, w in learned.levels.items()}}
         Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
         Path(args.metrics).write_text(json.dumps({**results, "training": training}, indent=2) + "\n")
         log_metrics({**results[f"#{args.variant}"], "training": training})   # dev.rerank.map, ...: the same keys in every variant

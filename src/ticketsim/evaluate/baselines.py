@@ -1,29 +1,21 @@
 """Unsupervised baselines that need no training: the source's own order, BM25, and one cached channel on one level pair."""
 from __future__ import annotations
 
-import bm25s
 import numpy as np
 import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.lexical import lexical_scores
 from ticketsim.config import BM25Config, EvaluationConfig
-from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.text.tokenize import Tokens
 
 
-def joined(frame: pl.DataFrame, fields: tuple[str, ...]) -> list[list[str]]:
-    """One token list per row: the given components concatenated."""
-    return frame.select(pl.concat_list(fields)).to_series().to_list()
-
-
 def bm25_matrix(tokens: Tokens, cfg: BM25Config) -> ScoreMatrix:
     """BM25 of query SUB+DESC against ticket SUB+DESC+SOL, for every query and every ticket of the pool."""
-    retriever = bm25s.BM25(k1=cfg.k1, b=cfg.b)
-    retriever.index(joined(tokens.tickets, TICKET_FIELDS), show_progress=False)
-    values = np.stack([retriever.get_scores(query) for query in joined(tokens.queries, QUERY_FIELDS)])
-    return ScoreMatrix(tuple(tokens.queries["query_id"]), tuple(tokens.tickets["ticket_id"]), values)
+    scores = lexical_scores(tokens, cfg.k1, cfg.b)
+    return ScoreMatrix(scores.query_ids, scores.ticket_ids, scores.bm25)
 
 
 def source_order_scores(pairs: pl.DataFrame) -> np.ndarray | None:
@@ -39,7 +31,7 @@ def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> Sco
     The matrix holds -d, which orders and calibrates exactly as g does but does not underflow to 0
     when long texts are far apart.
     """
-    import torch   # BM25 alone (the baselines stage) needs neither torch nor the metric
+    import torch  # BM25 alone (the baselines stage) needs neither torch nor the metric
 
     from ticketsim.model.metric import MetricConfig, distance
 

@@ -1,8 +1,10 @@
 """The Replicated Siamese similarity g = exp(-sum_pq V_pq sum_c W_c d(x_p^c, x_q^c)), as one pure function.
 
-p ranges over query components, q over ticket components, c over channels (h, E, T, ...); d is the L1
+p ranges over query components, q over ticket components, c over channels (h, E, T, S, ...); d is the L1
 distance of the paper (or cosine distance, for comparison). Every row of Table 5 is this function with
 other channels, weights W and level pairs V: unsupervised baselines, trained models and re-scoring alike.
+Pair channels (PAIR_CHANNELS: lexical L, first-stage rank R) bring one distance in [0, 1] per query-ticket pair
+instead of vectors; they add W_c d_c outside the level sum, so the dense part stays one L1 distance.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import torch
 import torch.nn.functional as F
 
 Vectors = Mapping[str, Mapping[str, torch.Tensor]]  # channel -> component -> (n, dim)
+PairDistances = Mapping[str, torch.Tensor]          # pair channel -> (n,) for paired rows, (n_q, n_t) for a pool
+PAIR_CHANNELS = ("L", "R")                          # BM25 (channels/lexical.py) and the source's rank: no vectors
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ class MetricConfig:
         Sorted, not a set: the LSTM encodes components in this order and each draws its dropout masks in turn, so a
         set's order (it follows Python's per-process string hashing) would make every training run different.
         """
-        channels = [c for c, w in self.channels.items() if w]
+        channels = [c for c, w in self.channels.items() if w and c not in PAIR_CHANNELS]
         pairs = self.level_pairs()
         return ({c: tuple(sorted({p for p, _, _ in pairs})) for c in channels},
                 {c: tuple(sorted({q for _, q, _ in pairs})) for c in channels})
@@ -53,17 +57,24 @@ def cross_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
     return 1 - F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
 
 
-def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False) -> torch.Tensor:
+def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
+             pair: PairDistances | None = None) -> torch.Tensor:
     """Weighted distance of paired rows (n,), or with pool=True of every query to every ticket (n_q, n_t)."""
     measure = cross_distance if pool else paired_distance
     total = 0.0
     for p, q, level_weight in cfg.level_pairs():
         for channel, channel_weight in cfg.channels.items():
-            if channel_weight:
+            if channel_weight and channel not in PAIR_CHANNELS:
                 total = total + level_weight * channel_weight * measure(queries[channel][p], tickets[channel][q], cfg.distance)
+    for channel in PAIR_CHANNELS:
+        if cfg.channels.get(channel):
+            if pair is None or channel not in pair:
+                raise ValueError(f"the metric weighs pair channel {channel} but got no distances for it")
+            total = total + cfg.channels[channel] * pair[channel]
     return total
 
 
-def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False) -> torch.Tensor:
+def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
+               pair: PairDistances | None = None) -> torch.Tensor:
     """g in (0, 1]: 1 for identical representations."""
-    return torch.exp(-distance(queries, tickets, cfg, pool))
+    return torch.exp(-distance(queries, tickets, cfg, pool, pair))

@@ -1,15 +1,17 @@
-"""The Replicated Siamese LSTM: one LSTM shared by every text branch gives channel h; the metric mixes h, E and T."""
+"""The Replicated Siamese LSTM: one LSTM shared by every text branch gives channel h; the metric mixes h with the
+cached channels (E, T, S) and the pair channels (L, R), by fixed weights or by weights it learns."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.model.metric import MetricConfig, PairDistances, similarity
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,30 @@ class Texts:
 Side = Mapping[str, Mapping[str, object]]  # channel -> component -> Texts (channel h) or (n, dim) tensor (E, T, ...)
 
 
+class LearnedWeights(nn.Module):
+    """W and V trained with the model, from the variant's values: softplus of free parameters keeps them positive.
+    A zero weight stays zero, so a channel or level pair takes part by a positive starting weight."""
+
+    def __init__(self, start: MetricConfig):
+        super().__init__()
+        self.start = start
+        self.channel_names = [c for c, w in start.channels.items() if w]
+        self.level_names = [k for k, w in start.levels.items() if w]
+        inverse_softplus = lambda w: torch.tensor(w).expm1().log()  # noqa: E731
+        self.w = nn.Parameter(inverse_softplus([float(start.channels[c]) for c in self.channel_names]))
+        self.v = nn.Parameter(inverse_softplus([float(start.levels[k]) for k in self.level_names]))
+
+    def forward(self) -> MetricConfig:
+        return replace(self.start, channels=dict(zip(self.channel_names, F.softplus(self.w))),
+                       levels=dict(zip(self.level_names, F.softplus(self.v))))
+
+
 class SiameseLSTM(nn.Module):
-    def __init__(self, cfg: SiameseConfig, word_vectors: torch.Tensor | None = None):
+    def __init__(self, cfg: SiameseConfig, word_vectors: torch.Tensor | None = None, learn: MetricConfig | None = None):
+        """learn: the starting W and V when the model learns them (else every call passes its fixed metric)."""
         super().__init__()
         self.cfg = cfg
+        self.weights = LearnedWeights(learn) if learn is not None else None
         # Row 0 is padding; word_vectors (vocab_size, word_dim + char_dim) initialise both parts.
         self.word = nn.Embedding(cfg.vocab_size, cfg.word_dim, padding_idx=0)
         self.char = nn.Embedding(cfg.vocab_size, cfg.char_dim, padding_idx=0)
@@ -55,7 +77,7 @@ class SiameseLSTM(nn.Module):
 
         An empty text reads one padding step. The mean is the default: the last state of a 100-token ticket and of a
         10-token query differ by their length before they differ by their meaning, and from a few hundred pairs the
-        LSTM learnt nothing but the label mean that way (README, the Siamese LSTM section: `siamese.pooling`).
+        LSTM learnt nothing but the label mean that way (docs/model.md: `siamese.pooling`).
         """
         x = self.drop(torch.cat([self.word(texts.ids), self.char(texts.ids)], dim=-1))
         packed = pack_padded_sequence(x, texts.lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
@@ -69,6 +91,11 @@ class SiameseLSTM(nn.Module):
         """Every channel of one side as vectors: h computed here, cached channels passed through."""
         return {c: ({k: self.encode(t) for k, t in comps.items()} if c == "h" else comps) for c, comps in side.items()}
 
-    def forward(self, queries: Side, tickets: Side, metric: MetricConfig, pool: bool = False) -> torch.Tensor:
+    def metric(self, fixed: MetricConfig) -> MetricConfig:
+        """The W and V in force: the learned ones, or `fixed`."""
+        return self.weights() if self.weights is not None else fixed
+
+    def forward(self, queries: Side, tickets: Side, metric: MetricConfig, pool: bool = False,
+                pair: PairDistances | None = None) -> torch.Tensor:
         """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True."""
-        return similarity(self.channels(queries), self.channels(tickets), metric, pool)
+        return similarity(self.channels(queries), self.channels(tickets), self.metric(metric), pool, pair)

@@ -10,7 +10,7 @@ and returns a score in (0, 1) per pair, so `ticketsim.train.fit` trains every on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 
 from ticketsim.channels.cache import component_tokens
+from ticketsim.model.comparators.base import QUERY, TICKET, Comparator, Encoding, concatenated, take
 from ticketsim.model.comparators.cdssm import CDSSM, CDSSMConfig
 from ticketsim.model.comparators.dssm import DSSM, DSSMConfig
 from ticketsim.model.comparators.hrde import HRDE, HRDEConfig
@@ -31,7 +32,7 @@ from ticketsim.text.tokenize import Tokens
 QUERY_TEXT, TICKET_TEXT, TICKET_PARTS = "sub+desc", "sub+desc+sol", ("sub", "desc", "sol")
 
 # name -> (module, its config, the settings that make this variant); a variant is a config, never a copy
-REGISTRY: dict[str, tuple[type[nn.Module], type, dict[str, Any]]] = {
+REGISTRY: dict[str, tuple[type[Comparator], type, dict[str, Any]]] = {
     "dssm": (DSSM, DSSMConfig, {}),
     "cdssm": (CDSSM, CDSSMConfig, {}),
     "cgru": (CDSSM, CDSSMConfig, {"gru": 32}),
@@ -41,10 +42,13 @@ REGISTRY: dict[str, tuple[type[nn.Module], type, dict[str, Any]]] = {
     "mvlstm": (MVLSTM, MVLSTMConfig, {}),
     "amvlstm": (MVLSTM, MVLSTMConfig, {"attention": 32}),
 }
+# name -> the method's name in the results table and MLflow (a label of its own is its own name)
+TITLES = {"dssm": "DSSM", "cdssm": "CDSSM", "cgru": "CGRU", "rde": "RDE", "hrde": "HRDE", "hrde-ltc": "HRDE-LTC",
+          "mvlstm": "MV-LSTM", "amvlstm": "aMV-LSTM"}
 
 
 def build_comparator(name: str, cfg: Mapping[str, Any] | None, words: Sequence[str], word_table: np.ndarray | None = None,
-                     trigram_texts: Sequence[Sequence[str]] = ()) -> nn.Module:
+                     trigram_texts: Sequence[Sequence[str]] = ()) -> Comparator:
     """A fresh model (seed torch first). `cfg` overrides the variant's defaults; its optional `model` names the registry
     entry when `name` is a label of its own (params.yaml: `cdssm-wide: {model: cdssm, filters: 300}`).
 
@@ -53,9 +57,7 @@ def build_comparator(name: str, cfg: Mapping[str, Any] | None, words: Sequence[s
     vocabulary of the letter-trigram models (`training_texts`).
     """
     settings = dict(cfg or {})
-    kind = settings.pop("model", name)
-    if kind not in REGISTRY:
-        raise ValueError(f"comparator {name!r}: unknown model {kind!r}; choose one of {sorted(REGISTRY)}")
+    kind = registered(name, settings.pop("model", name))
     module, config, preset = REGISTRY[kind]
     settings = {k: tuple(v) if isinstance(v, list) else v for k, v in {**preset, **settings}.items()}
     allowed = {f.name for f in dataclasses.fields(config)} - {"n_trigrams", "vocab_size"}
@@ -73,6 +75,18 @@ def build_comparator(name: str, cfg: Mapping[str, Any] | None, words: Sequence[s
     return module(config(vocab_size=len(words) + 1, **settings), table)
 
 
+def registered(name: str, kind: str) -> str:
+    if kind not in REGISTRY:
+        raise ValueError(f"comparator {name!r}: unknown model {kind!r}; choose one of {sorted(REGISTRY)}")
+    return kind
+
+
+def reads_word_vectors(name: str, cfg: Mapping[str, Any] | None) -> bool:
+    """True when the model embeds words (pass build_comparator a word table), False when it hashes letter trigrams."""
+    _, config, _ = REGISTRY[registered(name, (cfg or {}).get("model", name))]
+    return "vocab_size" in {f.name for f in dataclasses.fields(config)}
+
+
 def training_texts(tokens: Tokens, train_pairs: pl.DataFrame) -> list[list[str]]:
     """The query and ticket texts of the training pairs: where the trigram vocabulary comes from."""
     queries = tokens.queries.filter(pl.col("query_id").is_in(train_pairs["query_id"].unique().implode()))
@@ -86,31 +100,64 @@ def query_groups(pairs: pl.DataFrame) -> torch.Tensor:
     return torch.tensor([position.setdefault(q, len(position)) for q in pairs["query_id"]], dtype=torch.long)
 
 
-def pair_predictor(model: nn.Module, tokens: Tokens, pairs: pl.DataFrame,
+def side_texts(cfg: Any, frame: pl.DataFrame, side: int, words: Sequence[str]) -> Texts | Chunks:
+    """Every row of a Tokens table (queries: side QUERY, tickets: side TICKET) as the model reads it, cut to its limits."""
+    index = vocabulary_index(words)
+    if side == QUERY:
+        return padded(component_tokens(frame, QUERY_TEXT), index, cfg.query_tokens)
+    if getattr(cfg, "hierarchical", False):
+        return chunked([component_tokens(frame, c) for c in TICKET_PARTS], index, cfg.max_chunks, cfg.chunk_tokens)
+    return padded(component_tokens(frame, TICKET_TEXT), index, cfg.ticket_tokens)
+
+
+def take_texts(texts: Texts | Chunks, rows: torch.Tensor, trim: bool = True) -> Texts | Chunks:
+    """The rows, trimmed to their longest text so that a batch pays for its own lengths only; untrimmed, per-position
+    encodings (MV-LSTM's states) of any rows have the same length. A ticket's chunks are always trimmed (HRDE encodes
+    them to one vector)."""
+    if isinstance(texts, Chunks):
+        return texts.take(rows)
+    return Encoded.trimmed(texts, rows) if trim else Texts(texts.ids[rows], texts.lengths[rows])
+
+
+def pair_predictor(model: Comparator, tokens: Tokens, pairs: pl.DataFrame,
                    words: Sequence[str]) -> Callable[[torch.Tensor], torch.Tensor]:
-    """predict(rows) = the model's scores of those rows of `pairs` (any query_id, ticket_id frame: a pool is a cross join).
+    """predict(rows) = the model's scores of those rows of `pairs` (any query_id, ticket_id frame).
 
     Every text of the pairs is encoded once here, cut to the model's token limits; a batch takes its rows, trimmed.
     """
-    cfg, index = model.cfg, vocabulary_index(words)
     queries = tokens.queries.filter(pl.col("query_id").is_in(pairs["query_id"].unique().implode()))
     tickets = tokens.tickets.filter(pl.col("ticket_id").is_in(pairs["ticket_id"].unique().implode()))
-    query_texts = padded(component_tokens(queries, QUERY_TEXT), index, cfg.query_tokens)
-    if getattr(cfg, "hierarchical", False):
-        ticket_texts: Texts | Chunks = chunked([component_tokens(tickets, c) for c in TICKET_PARTS], index,
-                                               cfg.max_chunks, cfg.chunk_tokens)
-    else:
-        ticket_texts = padded(component_tokens(tickets, TICKET_TEXT), index, cfg.ticket_tokens)
+    query_texts, ticket_texts = side_texts(model.cfg, queries, QUERY, words), side_texts(model.cfg, tickets, TICKET, words)
     q_rows = rows_of(queries["query_id"], pairs["query_id"])
     t_rows = rows_of(tickets["ticket_id"], pairs["ticket_id"])
-
-    def take(texts: Texts | Chunks, rows: torch.Tensor) -> Texts | Chunks:
-        return texts.take(rows) if isinstance(texts, Chunks) else Encoded.trimmed(texts, rows)
-
-    return lambda rows: model(take(query_texts, q_rows[rows]), take(ticket_texts, t_rows[rows]))
+    return lambda rows: model(take_texts(query_texts, q_rows[rows]), take_texts(ticket_texts, t_rows[rows]))
 
 
-def rows_of(ids: pl.Series, wanted: pl.Series) -> torch.Tensor:
+@torch.no_grad()
+def score_pool(model: Comparator, tokens: Tokens, words: Sequence[str], query_ids: Sequence[str],
+               ticket_ids: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+    """(len(query_ids), len(ticket_ids)) float64 scores of every query against every ticket, in eval mode: each text is
+    encoded once, then the encodings are matched, batch_size pairs at a time (the pairs' scores, at a fraction of
+    the cost of pair_predictor on the cross join)."""
+    was_training = model.training
+    model.eval()
+    queries = encode_texts(model, tokens.queries, "query_id", query_ids, QUERY, words, batch_size)
+    tickets = encode_texts(model, tokens.tickets, "ticket_id", ticket_ids, TICKET, words, batch_size)
+    n = len(ticket_ids)
+    scores = [model.match(take(queries, rows // n), take(tickets, rows % n)) for rows in torch.arange(len(query_ids) * n).split(batch_size)]
+    model.train(was_training)
+    return torch.cat([torch.zeros(0), *scores]).double().view(len(query_ids), n).numpy()
+
+
+def encode_texts(model: Comparator, frame: pl.DataFrame, column: str, ids: Sequence[str], side: int, words: Sequence[str],
+                 batch_size: int) -> Encoding:
+    """The encodings of the texts `ids` of one side's Tokens table, in that order."""
+    texts = side_texts(model.cfg, frame, side, words)
+    rows = rows_of(frame[column], ids)
+    return concatenated([model.encode(take_texts(texts, part, trim=False), side) for part in rows.split(batch_size)])
+
+
+def rows_of(ids: Iterable[str], wanted: Iterable[str]) -> torch.Tensor:
     position = {x: i for i, x in enumerate(ids)}
     return torch.tensor([position[x] for x in wanted], dtype=torch.long)
 

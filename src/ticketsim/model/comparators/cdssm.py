@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ticketsim.model.comparators.base import Comparator
 from ticketsim.model.comparators.dssm import CosineScore, WordHashing
 from ticketsim.model.comparators.inputs import mask, rnn_states
 from ticketsim.model.siamese import Texts
@@ -27,7 +28,7 @@ class CDSSMConfig:
     ticket_tokens: int = 200
 
 
-class CDSSM(nn.Module):
+class CDSSM(Comparator):
     def __init__(self, cfg: CDSSMConfig, word_trigrams: torch.Tensor):
         super().__init__()
         self.cfg = cfg
@@ -61,6 +62,5 @@ class CDSSM(nn.Module):
         pooled = x.masked_fill(~real, float("-inf")).amax(1)
         return torch.tanh(self.semantic[tower](self.drop(pooled)))
 
-    def forward(self, query: Texts, ticket: Texts) -> torch.Tensor:
-        assert query.ids.shape[0] == ticket.ids.shape[0], (query.ids.shape, ticket.ids.shape)
-        return self.score(self.encode(query, 0), self.encode(ticket, 1))
+    def match(self, query: torch.Tensor, ticket: torch.Tensor) -> torch.Tensor:
+        return self.score(query, ticket)

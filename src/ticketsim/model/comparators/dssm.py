@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ticketsim.model.comparators.base import Comparator
 from ticketsim.model.siamese import Texts
 
 
@@ -53,7 +54,7 @@ class CosineScore(nn.Module):
         return torch.sigmoid(self.gamma * F.cosine_similarity(query, ticket, dim=-1) + self.beta)
 
 
-class DSSM(nn.Module):
+class DSSM(Comparator):
     def __init__(self, cfg: DSSMConfig, word_trigrams: torch.Tensor):
         super().__init__()
         self.cfg = cfg
@@ -72,6 +73,5 @@ class DSSM(nn.Module):
         bag = self.hashing[tower](texts.ids, self.word_trigrams).sum(1)    # padding words hash to zeros
         return self.mlp[tower](torch.tanh(bag + self.first_bias[tower]))
 
-    def forward(self, query: Texts, ticket: Texts) -> torch.Tensor:
-        assert query.ids.shape[0] == ticket.ids.shape[0], (query.ids.shape, ticket.ids.shape)
-        return self.score(self.encode(query, 0), self.encode(ticket, 1))
+    def match(self, query: torch.Tensor, ticket: torch.Tensor) -> torch.Tensor:
+        return self.score(query, ticket)

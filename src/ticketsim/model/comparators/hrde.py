@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from ticketsim.model.comparators.base import QUERY, Comparator
 from ticketsim.model.comparators.inputs import Chunks, mask, rnn_states, word_embedding
 from ticketsim.model.siamese import Texts
 
@@ -28,7 +29,7 @@ class HRDEConfig:
     max_chunks: int = 16
 
 
-class HRDE(nn.Module):
+class HRDE(Comparator):
     def __init__(self, cfg: HRDEConfig, word_table: np.ndarray | torch.Tensor | None = None):
         super().__init__()
         self.cfg = cfg
@@ -45,7 +46,7 @@ class HRDE(nn.Module):
         states, last = rnn_states(rnn, x, lengths)
         return last if self.cfg.pooling == "last" else states.sum(1) / lengths.clamp(min=1).unsqueeze(1)
 
-    def encode(self, texts: Texts) -> torch.Tensor:
+    def encode_words(self, texts: Texts) -> torch.Tensor:
         """(n, hidden): the word-level encoder, the same for queries, RDE's tickets and HRDE's chunks."""
         return self.pooled(self.words, self.drop(self.embed(texts.ids)), texts.lengths)
 
@@ -55,17 +56,22 @@ class HRDE(nn.Module):
         counts = chunks.counts.clamp(min=1)
         real = mask(counts, c)
         x = torch.zeros(n, c, self.cfg.hidden)
-        x[real] = self.encode(Texts(chunks.ids[real], chunks.lengths[real]))
+        x[real] = self.encode_words(Texts(chunks.ids[real], chunks.lengths[real]))
         return self.pooled(self.chunks, x, counts)
 
     def topic_weights(self, x: torch.Tensor) -> torch.Tensor:
         """(n, K): p_k = softmax_k(x . m_k)."""
         return torch.softmax(x @ self.memory.T, dim=-1)
 
-    def forward(self, query: Texts, ticket: Texts | Chunks) -> torch.Tensor:
-        u_q = self.encode(query)
-        x = self.encode_chunks(ticket) if self.cfg.hierarchical else self.encode(ticket)
-        assert u_q.shape == x.shape == (query.ids.shape[0], self.cfg.hidden), (u_q.shape, x.shape)
+    def encode(self, texts: Texts | Chunks, side: int) -> torch.Tensor:
+        """u_Q (n, hidden) of queries; e (n, hidden, or 2 hidden with LTC) of tickets."""
+        if side == QUERY:
+            return self.encode_words(texts)
+        x = self.encode_chunks(texts) if self.cfg.hierarchical else self.encode_words(texts)
         if self.memory is not None:
-            x = torch.cat([x, self.topic_weights(x) @ self.memory], dim=-1)    # x_K = sum_k p_k m_k
-        return torch.sigmoid(((u_q @ self.M) * x).sum(-1) + self.b)
+            x = torch.cat([x, self.topic_weights(x) @ self.memory], dim=-1)    # e = [x; x_K], x_K = sum_k p_k m_k
+        return x
+
+    def match(self, query: torch.Tensor, ticket: torch.Tensor) -> torch.Tensor:
+        assert query.shape[1] == self.M.shape[0] and ticket.shape[1] == self.M.shape[1], (query.shape, ticket.shape)
+        return torch.sigmoid(((query @ self.M) * ticket).sum(-1) + self.b)

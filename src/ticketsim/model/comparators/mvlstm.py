@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ticketsim.model.comparators.base import Comparator
 from ticketsim.model.comparators.inputs import mask, rnn_states, word_embedding
 from ticketsim.model.siamese import Texts
 
@@ -29,7 +30,7 @@ class MVLSTMConfig:
     ticket_tokens: int = 200
 
 
-class MVLSTM(nn.Module):
+class MVLSTM(Comparator):
     def __init__(self, cfg: MVLSTMConfig, word_table: np.ndarray | torch.Tensor | None = None):
         super().__init__()
         self.cfg = cfg
@@ -46,8 +47,9 @@ class MVLSTM(nn.Module):
         logits = self.gate(x).squeeze(-1)
         return torch.softmax(logits.masked_fill(~mask(lengths.clamp(min=1), x.shape[1]), float("-inf")), dim=-1)
 
-    def encode(self, texts: Texts) -> torch.Tensor:
-        """(n, L, 2 hidden) bi-LSTM states, zeros past each text's end."""
+    def encode(self, texts: Texts, side: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(n, L, 2 hidden) bi-LSTM states, zeros past each text's end (unit length for the cosine), and the (n,) lengths;
+        the same LSTM and gate for both sides."""
         x = self.embed(texts.ids)
         if self.gate is not None:
             # weights sum to 1; times the length, a uniform gate leaves the embeddings as they are (long tickets
@@ -55,25 +57,18 @@ class MVLSTM(nn.Module):
             weights = self.attention_weights(x, texts.lengths) * texts.lengths.clamp(min=1).unsqueeze(1)
             x = x * weights.unsqueeze(-1)
         states, _ = rnn_states(self.lstm, self.drop(x), texts.lengths)
-        return states
+        return (F.normalize(states, dim=-1) if self.bilinear is None else states), texts.lengths
 
-    def interactions(self, query: Texts, ticket: Texts) -> torch.Tensor:
+    def interactions(self, query: tuple[torch.Tensor, torch.Tensor], ticket: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """(n, Lq, Lt) cosine or bilinear matches of every query position with every ticket position, -inf off the texts."""
-        q, t = self.encode(query), self.encode(ticket)
-        if self.bilinear is None:
-            matches = F.normalize(q, dim=-1) @ F.normalize(t, dim=-1).transpose(1, 2)
-        else:
-            matches = q @ self.bilinear @ t.transpose(1, 2)
-        real = mask(query.lengths, q.shape[1]).unsqueeze(2) & mask(ticket.lengths, t.shape[1]).unsqueeze(1)
+        (q, q_lengths), (t, t_lengths) = query, ticket
+        matches = (q if self.bilinear is None else q @ self.bilinear) @ t.transpose(1, 2)
+        real = mask(q_lengths, q.shape[1]).unsqueeze(2) & mask(t_lengths, t.shape[1]).unsqueeze(1)
         return matches.masked_fill(~real, float("-inf"))
 
-    def forward(self, query: Texts, ticket: Texts) -> torch.Tensor:
-        n = query.ids.shape[0]
-        assert ticket.ids.shape[0] == n, (query.ids.shape, ticket.ids.shape)
+    def match(self, query: tuple[torch.Tensor, torch.Tensor], ticket: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         flat = self.interactions(query, ticket).flatten(1)
         flat = F.pad(flat, (0, max(0, self.cfg.top_k - flat.shape[1])), value=float("-inf"))
         top = flat.topk(self.cfg.top_k, dim=1).values
         top = top.masked_fill(top.isinf(), 0.0)                 # fewer real matches than k: the rest count as 0
-        score = torch.sigmoid(self.mlp(self.drop(top)).squeeze(-1))
-        assert score.shape == (n,), score.shape
-        return score
+        return torch.sigmoid(self.mlp(self.drop(top)).squeeze(-1))

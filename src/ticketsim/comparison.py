@@ -1,0 +1,102 @@
+"""One comparator (ticketsim.model.comparators) on one dataset: its texts and word vectors, training with the one trainer,
+pair and pool scores, calibration on train, both evaluation protocols, and whether it learnt more than the mean."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+from ticketsim.calibrate import Calibrator, fit_calibrator
+from ticketsim.config import ComparatorsConfig, EvaluationConfig
+from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method
+from ticketsim.experiment import fingerprint, predict_all
+from ticketsim.model.comparators import (
+    TITLES,
+    Comparator,
+    build_comparator,
+    pair_predictor,
+    parameter_count,
+    query_groups,
+    reads_word_vectors,
+    score_pool,
+    training_texts,
+)
+from ticketsim.model.losses import loss_of
+from ticketsim.text.tokenize import Tokens
+from ticketsim.train import History, fit, rescale
+
+WordVectors = Callable[[Sequence[str]], np.ndarray]   # words -> their (len(words), dim) pretrained vectors
+POINTWISE = ("mse", "bce")                           # the other losses rank each query's candidates
+
+
+def title(name: str) -> str:
+    """The comparator's method name in the results table and MLflow: 'MV-LSTM' for mvlstm."""
+    return TITLES.get(name, name)
+
+
+def settings_of(cfg: ComparatorsConfig, name: str) -> dict[str, Any]:
+    """The model's settings: the shared text lengths, then its own (which may override them)."""
+    return {"query_tokens": cfg.max_tokens.query, "ticket_tokens": cfg.max_tokens.ticket, **cfg.models[name]}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    model: Comparator
+    history: History
+    scores: np.ndarray               # the raw score of every labelled pair, in the corpus's order
+    calibrator: Calibrator
+    results: dict[str, dict[str, dict[str, float]]]   # evaluate_method's: split -> protocol -> measure
+    label_variance: float            # of the rescaled dev targets: the MSE of always predicting their mean
+    mean_loss: float                 # the configured loss of always predicting that mean (under MSE: label_variance)
+
+    def training(self, seconds: float) -> dict[str, Any]:
+        """The metrics file's "training" record; `learns`: the best dev loss beats always predicting the mean."""
+        return {"epochs": len(self.history.dev_loss), "best_epoch": self.history.best_epoch,
+                "best_dev_loss": self.history.best_dev_loss, "label_variance": self.label_variance,
+                "learns": self.history.best_dev_loss < self.mean_loss, "seconds": round(seconds, 1),
+                "parameters": parameter_count(self.model)}
+
+
+def compare(name: str, cfg: ComparatorsConfig, corpus: Corpus, tokens: Tokens, word_vectors: WordVectors, seed: int,
+            evaluation: EvaluationConfig, checkpoint: Path | None = None,
+            on_epoch: Callable[[int, float, float], None] | None = None) -> Comparison:
+    """Train comparator `name` (a key of cfg.models) on the train pairs, early-stopped on dev, and evaluate it.
+
+    word_vectors is called only for a model that embeds words, so the letter-trigram models never load word2vec.
+    checkpoint: resumed by the trainer when its model, training and data are the same (see ticketsim.train.fit).
+    """
+    pairs, words, settings = corpus.pairs, tuple(tokens.vocabulary()["token"]), settings_of(cfg, name)
+    torch.manual_seed(seed)
+    model = build_comparator(name, settings, words, word_vectors(words) if reads_word_vectors(name, settings) else None,
+                             training_texts(tokens, corpus.split("train")))
+    predict = pair_predictor(model, tokens, pairs, words)
+    targets = rescale(torch.tensor(pairs["label"].to_list()))
+    split = pairs["split"].to_numpy()
+    train_rows, dev_rows = (torch.from_numpy(np.flatnonzero(split == part)) for part in ("train", "dev"))
+    loss = loss_of(cfg.loss, **({"margin": cfg.margin} if cfg.loss == "pairwise" else {}))
+    groups = None if cfg.loss in POINTWISE else query_groups(pairs)
+    meta = {"model_config": asdict(model.cfg), "train_config": asdict(cfg.train), "loss": cfg.loss, "margin": cfg.margin,
+            "seed": seed, "data": fingerprint(pairs)}
+    history = fit(model, predict, targets, train_rows, dev_rows, cfg.train, seed, checkpoint, meta, on_epoch,
+                  loss=loss, groups=groups)
+
+    model.eval()
+    scores = predict_all(predict, pairs.height)
+    is_train = split == "train"
+    calibrator = fit_calibrator(scores[is_train], pairs["label"].to_numpy()[is_train])
+    # the retrieve protocol ranks the pool for the evaluation splits' queries only
+    queries = tuple(pairs.filter(pl.col("split").is_in(EVALUATION_SPLITS))["query_id"].unique(maintain_order=True))
+    tickets = tuple(tokens.tickets["ticket_id"])
+    matrix = ScoreMatrix(queries, tickets, score_pool(model, tokens, words, queries, tickets))
+    dev = targets[dev_rows]
+    mean = torch.full_like(dev, dev.mean().item())
+    return Comparison(name, model, history, scores, calibrator, evaluate_method(pairs, scores, matrix, evaluation, calibrator),
+                      dev.var(unbiased=False).item(), loss(mean, dev, None if groups is None else groups[dev_rows]).item())

@@ -1,0 +1,116 @@
+"""Beyond the paper: channel L (BM25 as a distance), pair channels in the metric, learned W and V, a ranking loss."""
+import bm25s
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.lexical import idf, lexical_scores
+from ticketsim.config import TrainConfig, VariantConfig
+from ticketsim.experiment import Inputs, loss_and_groups, rank_distances
+from ticketsim.model.inputs import encode_side, vocabulary_index
+from ticketsim.model.metric import MetricConfig, distance
+from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.text.tokenize import Tokens
+from ticketsim.train import fit, rescale
+
+
+def tokens_of(queries: list[list[str]], tickets: list[list[str]]) -> Tokens:
+    return Tokens(pl.DataFrame({"ticket_id": [f"t{i}" for i in range(len(tickets))], "subject": [t[:1] for t in tickets],
+                                "description": [t[1:] for t in tickets], "solution": [[] for _ in tickets]}),
+                  pl.DataFrame({"query_id": [f"q{i}" for i in range(len(queries))], "subject": queries,
+                                "description": [[] for _ in queries]}))
+
+
+def test_lexical_distance_is_bm25_over_the_querys_ceiling():
+    tickets = [["pump", "leak", "seal"], ["fan", "noise"], ["e4711", "pump", "fault", "fault"], ["pump"] * 40]
+    queries = [["pump", "e4711"], ["unknownword"], ["fan", "fan"]]
+    scores = lexical_scores(tokens_of(queries, tickets))
+    reference = bm25s.BM25(k1=1.5, b=0.75)
+    reference.index(tickets, show_progress=False)
+    assert np.allclose(scores.bm25, np.stack([reference.get_scores(q) for q in queries]), atol=1e-6)
+    weights = idf(tickets)
+    assert scores.ceilings[0] == pytest.approx(weights["pump"] + weights["e4711"])
+    assert scores.ceilings[2] == pytest.approx(2 * weights["fan"])   # a repeated query word counts twice, as in bm25s
+    d = scores.distances()
+    assert ((d >= 0) & (d <= 1)).all()
+    assert d[0].argmin() == 2                       # the exact error code wins
+    assert (d[1] == 1).all()                        # a query of words no ticket has: no lexical evidence
+    assert d[0, 1] == 1 and d[0, 3] < d[0, 0]       # no shared word: 1; 40 x 'pump' nears the ceiling of 'pump'
+
+
+def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():
+    q = {"S": {"sub": torch.tensor([[0.0, 1.0], [1.0, 1.0]])}}
+    t = {"S": {"sol": torch.tensor([[0.0, 0.0], [2.0, 1.0]])}}
+    cfg = MetricConfig(channels={"S": 2.0, "L": 0.5, "R": 0.0}, levels={"sub-sol": 0.5})
+    pair = {"L": torch.tensor([0.2, 1.0])}
+    assert distance(q, t, cfg, pair=pair).tolist() == pytest.approx([0.5 * 2 * 1 + 0.5 * 0.2, 0.5 * 2 * 1 + 0.5 * 1.0])
+    assert distance(q, t, cfg, pool=True, pair={"L": torch.zeros(2, 2)}).shape == (2, 2)
+    assert cfg.needs() == ({"S": ("sub",)}, {"S": ("sol",)})    # no vectors for L
+    with pytest.raises(ValueError, match="pair channel L"):
+        distance(q, t, cfg)
+
+
+def test_rank_distance_is_zero_for_the_first_candidate_and_one_without_a_rank():
+    pairs = pl.DataFrame({"source_rank": [1, 2, 10, None]}, schema={"source_rank": pl.Int32})
+    assert rank_distances(pairs).tolist() == pytest.approx([0.0, 0.5, 0.9, 1.0])
+
+
+def toy(seed: int = 0):
+    """12 queries x 3 candidates; channel S separates good from bad candidates, channel E is noise."""
+    g = torch.Generator().manual_seed(seed)
+    n_q, labels = 12, (5, 3, 1)
+    query_ids, ticket_ids = [f"q{i}" for i in range(n_q)], [f"t{i}-{k}" for i in range(n_q) for k in range(3)]
+    base = torch.randn(n_q, 4, generator=g)
+    s_tickets = torch.cat([base[i:i + 1] + torch.tensor([[0.0], [0.1], [0.3]]) for i in range(n_q)])
+    e_tickets = torch.randn(3 * n_q, 4, generator=g)
+    q_vectors = {"S": {"sub": base}, "E": {"sub": torch.randn(n_q, 4, generator=g)}}
+    channels = [ChannelVectors(c, tuple(query_ids), tuple(ticket_ids), {"sub": q_vectors[c]["sub"].numpy()},
+                               {"sub": v.numpy()}) for c, v in (("S", s_tickets), ("E", e_tickets))]
+    pairs = pl.DataFrame({"query_id": [query_ids[i] for i in range(n_q) for _ in range(3)], "ticket_id": ticket_ids,
+                          "label": [label for _ in range(n_q) for label in labels],
+                          "split": ["train" if i < 8 else "dev" for i in range(n_q) for _ in range(3)],
+                          "source_rank": [None] * (3 * n_q)}, schema_overrides={"source_rank": pl.Int32})
+    queries = pl.DataFrame({"query_id": query_ids, "subject": [[]] * n_q, "description": [[]] * n_q})
+    tickets = pl.DataFrame({"ticket_id": ticket_ids, "subject": [[]] * (3 * n_q)})
+    inputs = Inputs(encode_side(queries, "query_id", [], vocabulary_index([]), 1, channels, "queries"),
+                    encode_side(tickets, "ticket_id", [], vocabulary_index([]), 1, channels, "tickets"), ())
+    return inputs, pairs
+
+
+def train_fusion(variant: VariantConfig, seed: int = 0) -> tuple[SiameseLSTM, list[float]]:
+    from ticketsim.experiment import metric_of, pair_predictor
+
+    inputs, pairs = toy()
+    torch.manual_seed(seed)
+    model = SiameseLSTM(SiameseConfig(vocab_size=1, word_dim=2, char_dim=2, hidden=2), learn=metric_of(variant))
+    predict = pair_predictor(model, inputs, pairs, metric_of(variant))
+    split = pairs["split"].to_list()
+    rows = {s: torch.tensor([i for i, x in enumerate(split) if x == s]) for s in ("train", "dev")}
+    loss, groups = loss_and_groups(variant, pairs)
+    history = fit(model, predict, rescale(torch.tensor(pairs["label"].to_list())), rows["train"], rows["dev"],
+                  TrainConfig(epochs=200, batch_size=6, patience=200), seed, loss=loss, groups=groups)
+    return model, history.dev_loss
+
+
+@pytest.mark.parametrize("loss", ["mse", "pairwise", "softmax"])
+def test_learned_weights_move_to_the_informative_channel_and_stay_positive(loss):
+    variant = VariantConfig(channels={"S": 0.5, "E": 0.5}, levels={"sub-sub": 1.0}, learn=True, loss=loss)
+    model, dev_loss = train_fusion(variant)
+    learned = model.metric(MetricConfig({}, {}))
+    w_s, w_e = float(learned.channels["S"].detach()), float(learned.channels["E"].detach())
+    assert w_e > 0 and w_s > 0                       # softplus: never negative
+    assert w_s / w_e > 2                             # started equal; the noise channel lost its weight
+    assert min(dev_loss) < dev_loss[0]
+
+
+def test_a_ranking_loss_needs_whole_queries_and_training_is_deterministic():
+    _, pairs = toy()
+    _, groups = loss_and_groups(VariantConfig({"S": 1.0}, {"sub-sub": 1.0}, loss="pairwise"), pairs)
+    ids = pairs["query_id"].to_list()
+    assert all((groups[i] == groups[j]) == (ids[i] == ids[j]) for i in range(len(ids)) for j in range(len(ids)))
+    assert loss_and_groups(VariantConfig({"S": 1.0}, {"sub-sub": 1.0}), pairs)[1] is None
+    variant = VariantConfig(channels={"S": 0.5, "E": 0.5}, levels={"sub-sub": 1.0}, learn=True, loss="pairwise")
+    first, second = train_fusion(variant)[0], train_fusion(variant)[0]
+    assert torch.equal(first.weights.w, second.weights.w) and torch.equal(first.weights.v, second.weights.v)
