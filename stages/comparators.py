@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ticketsim.comparison import compare, settings_of, title
+from ticketsim.comparison import compare, title
 from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import reliability_plot
@@ -31,11 +31,11 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg, method = params.comparators, title(args.model)
-    logged = {"model": args.model, "settings": settings_of(cfg, args.model), "loss": cfg.loss, "margin": cfg.margin,
-              "train": asdict(cfg.train)}
+    logged = {"model": args.model, "settings": cfg.settings(args.model), "loss": cfg.loss, "margin": cfg.margin,
+              "stopwords": cfg.stopwords, "train": asdict(cfg.training(args.model))}
     torch.set_num_threads(cfg.threads)
 
-    def word_vectors(words):
+    def pretrained_vectors(words):
         # imported here: gensim and the char-BLSTM cost the letter-trigram models a second they never use
         from ticketsim.channels.char_blstm import load_checkpoint
         from ticketsim.channels.sumemb import word_vectors
@@ -49,12 +49,12 @@ def main() -> None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         corpus = Corpus.read(args.corpus)
-        done = compare(args.model, cfg, corpus, Tokens.read(args.tokens), word_vectors, params.seed, params.evaluation,
+        done = compare(args.model, cfg, corpus, Tokens.read(args.tokens), pretrained_vectors, params.seed, params.evaluation,
                        out / "checkpoint.pt",
                        on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
         done.calibrator.save(out / "calibrator.json")
-        is_dev = (corpus.pairs["split"] != "train").to_numpy()
-        reliability_plot(done.calibrator(done.scores[is_dev]), corpus.pairs["label"].to_numpy()[is_dev],
+        held_out = (corpus.pairs["split"] != "train").to_numpy()
+        reliability_plot(done.calibrator(done.scores[held_out]), corpus.pairs["label"].to_numpy()[held_out],
                          Path(args.plots) / f"reliability_{args.model}.png", f"{args.dataset} {method}: calibrated vs gold")
         results = {method: done.results, "training": done.training(time.perf_counter() - started)}
         Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)

@@ -21,16 +21,15 @@ from ticketsim.experiment import (
     build_model,
     channel_scale,
     fingerprint,
-    loss_and_groups,
     metric_of,
     pair_predictor,
     pool_scores,
     predict_all,
     scaled,
+    train_model,
 )
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_artifacts, log_metrics, stage_run
-from ticketsim.train import fit, rescale
 
 
 def main() -> None:
@@ -72,21 +71,15 @@ def main() -> None:
         torch.manual_seed(params.seed)
         model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant)
 
-        predict = pair_predictor(model, inputs, pairs, metric)
-        split = pairs["split"].to_list()
-        rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in ("train", "dev")}
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         meta = {"model_config": asdict(model.cfg), "train_config": asdict(cfg.train), "variant": asdict(variant),
                 "max_tokens": cfg.max_tokens, "seed": params.seed, "data": fingerprint(pairs)}
-        loss, groups = loss_and_groups(variant, pairs)
-        history = fit(model, predict, rescale(torch.tensor(pairs["label"].to_list())), rows["train"], rows["dev"], cfg.train,
-                      params.seed, out / "checkpoint.pt", meta,
-                      on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch),
-                      loss=loss, groups=groups)
+        history = train_model(model, inputs, pairs, variant, cfg.train, params.seed, checkpoint=out / "checkpoint.pt", meta=meta,
+                              on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
 
         model.eval()
-        scores = predict_all(predict, pairs.height)
+        scores = predict_all(pair_predictor(model, inputs, pairs, metric), pairs.height)
         is_train = (pairs["split"] == "train").to_numpy()
         calibrator = fit_calibrator(scores[is_train], pairs["label"].to_numpy()[is_train])
         calibrator.save(out / "calibrator.json")

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from ticketsim.config import load_params
-from ticketsim.evaluate.report import table5, write_results
+from ticketsim.evaluate.report import block_of, table5, write_results
 from ticketsim.tracking import log_artifacts, log_methods, stage_run
 
 
@@ -23,7 +23,8 @@ def main() -> None:
         paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
         results = table5([json.loads(p.read_text()) for p in paths])
         write_results(results, args.metrics, args.reports, args.plots, f"{args.dataset}: Table 5")
-        log_methods(results)   # one child run per method: compare them all, one column per figure
+        # one child run per method: compare them all, one column per figure; param `block` filters a block
+        log_methods(results, {method: {"block": block_of(method)} for method in results})
         log_artifacts(args.metrics, args.reports, args.plots)
 
 

@@ -42,7 +42,9 @@ def small_params(params: dict) -> dict:
     params["topics"]["lda"].update(passes=2, particles=5)
     params["siamese"]["train"]["epochs"] = 2
     params["tune"].update(n_trials=4, epochs=2)
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
+    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22", params["siamese"]["final"])}
+    params["comparators"]["train"]["epochs"] = 1
+    params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
     return params
 
 
@@ -67,3 +69,11 @@ def repro_workspace(tmp_path_factory) -> Path:
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run("dvc", "repro", cwd=root)
     return root
+
+
+@pytest.fixture(scope="session")
+def search_parts(tmp_path_factory):
+    """The trained pieces of the tiny bundles the search tests build (tests/search_bundle.py), trained once."""
+    from search_bundle import train_parts
+
+    return train_parts(tmp_path_factory.mktemp("search-parts"))

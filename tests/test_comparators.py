@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ticketsim.config import SyntheticConfig, TextConfig, TrainConfig
 from ticketsim.data.synthetic import generate
-from ticketsim.model.comparators import REGISTRY, build_comparator, pair_predictor, query_groups, training_texts
+from ticketsim.model.comparators import REGISTRY, build_comparator, pair_predictor, query_groups, score_pool, training_texts
 from ticketsim.model.comparators.inputs import chunked, letter_trigrams, sentence_chunks, trigram_index, word_trigrams
 from ticketsim.model.inputs import padded, vocabulary_index
 from ticketsim.model.losses import mse
@@ -82,6 +82,20 @@ def test_forward_gives_one_score_in_0_1_per_pair_whatever_the_batch(name, corpus
         assert scores.shape == (12,) and ((scores > 0) & (scores < 1)).all()
         alone = torch.cat([predict(torch.tensor([i])) for i in range(12)])    # no padding, no other rows
     assert torch.allclose(scores, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_pool_scores_are_the_pair_scores_of_every_query_with_every_ticket(name, corpus):
+    tokens, pairs, words, _ = corpus
+    model, _, _ = tiny(name, corpus)
+    query_ids, ticket_ids = pairs["query_id"].unique(maintain_order=True).to_list(), tokens.tickets["ticket_id"][:7].to_list()
+    pool = score_pool(model, tokens, words, query_ids, ticket_ids, batch_size=5)    # batches cut across queries and texts
+    assert model.training                                                          # scored in eval mode, then back
+    cross = pl.DataFrame({"query_id": query_ids}).join(pl.DataFrame({"ticket_id": ticket_ids}), how="cross")
+    model.eval()
+    with torch.no_grad():
+        pairwise = pair_predictor(model, tokens, cross, words)(torch.arange(cross.height))
+    assert pool.shape == (len(query_ids), 7) and np.allclose(pool.ravel(), pairwise.numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

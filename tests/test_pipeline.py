@@ -6,6 +6,8 @@ import pandas as pd
 import yaml
 from conftest import run
 
+from ticketsim.comparison import title
+
 
 def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspace):
     metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=repro_workspace).stdout)
@@ -21,22 +23,35 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     client = mlflow.MlflowClient(f"sqlite:///{repro_workspace / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ticketsim").experiment_id])
     stages = {r.data.tags.get("stage") for r in runs if r.info.status == "FINISHED"}
-    assert {"prepare", "tokenize", "baselines", "siamese", "tune", "final", "table5", "register"} <= stages
+    assert {"prepare", "tokenize", "baselines", "siamese", "tune", "final", "table5", "index", "register"} <= stages
     # one key per figure in every run of a stage: the variant or method is a tag, so the compare view has one column
     siamese = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'siamese' and tags.dataset = 'default'")
     assert sorted((r.info.run_name, r.data.tags["variant"], r.data.params["variant"]) for r in siamese) == [
-        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22")]
+        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22"), ("siamese#best@default", "best", "best")]
     assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 and "train_loss" in r.data.metrics for r in siamese)
+    models = yaml.safe_load((repro_workspace / "params.yaml").read_text())["comparators"]["models"]
+    comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
+    assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
+    assert all(r.info.status == "FINISHED" and "dev.retrieve.map_at_10" in r.data.metrics and "dev_loss" in r.data.metrics
+               for r in comparators)
+    for model in models:   # the siamese metrics format: method -> split -> protocol, and the training record
+        figures = json.loads((repro_workspace / f"metrics/default/comparators/{model}.json").read_text())
+        assert set(figures) == {title(model), "training"} and {"rerank", "retrieve"} <= set(figures[title(model)]["dev"])
+        assert {"best_dev_loss", "label_variance", "learns", "seconds", "parameters"} <= set(figures["training"])
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
     methods = {r.data.tags["method"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == table5_run.info.run_id}
-    assert {"#15", "#22", "#22-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
+    assert {"#15", "#22", "#best", "#best-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
+    assert methods["#best"].data.params["block"] == "beyond the paper" and methods["#22"].data.params["block"] == "the paper"
     assert all("dev.rerank.map" in r.data.metrics for r in methods.values()) and "dev.retrieve.mrr_at_10" in methods["bm25"].data.metrics
     # every run names its dataset (the Dataset column): the prepared corpus, one digest for the whole pipeline
     datasets = {(d.dataset.name, d.dataset.digest) for r in runs for d in r.inputs.dataset_inputs}
     assert len(datasets) == 1 and next(iter(datasets))[0] == "default"
     table = json.loads((repro_workspace / "metrics/default/table5.json").read_text())
-    assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table)
+    assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table) and "S#14 sub+desc-sub+desc+sol l1" in table
+    dev_table = (repro_workspace / "reports/default/table5/dev.md").read_text()
+    order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", "| #best |")]
+    assert order == sorted(order)
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
     assert [str(v.version) for v in versions] == ["1"]
     # the registered model serves texts: one calibrated 1-5 score per query-ticket row

@@ -166,6 +166,66 @@ def report_outcome(outcome, args: argparse.Namespace) -> None:
     write_github(args.summary, args.outputs, outcome)
 
 
+def search_command(args: argparse.Namespace) -> int:
+    """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON."""
+    import polars as pl
+
+    from ticketsim.data.csvsource import read_records
+    from ticketsim.search.searcher import Searcher
+
+    if args.queries and (args.subject or args.description):
+        print("ticketsim search: give --subject/--description or --queries, not both", file=sys.stderr)
+        return ERROR
+    if args.queries:
+        queries = read_records(args.queries, "search")
+    else:
+        queries = pl.DataFrame({"query_id": ["1"], "subject": [args.subject or ""], "description": [args.description or ""]})
+    answers = Searcher.load(args.model, args.index).search(queries, args.k)
+    print(json.dumps([a.as_dict() for a in answers], indent=2) if args.json else "\n\n".join(a.as_text() for a in answers))
+    return OK
+
+
+def index_build_command(args: argparse.Namespace) -> int:
+    from ticketsim.data.csvsource import read_records
+    from ticketsim.scorer import Scorer
+    from ticketsim.search.index import build_index, model_hash
+
+    tickets = read_records(args.tickets, "tickets")
+    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets)
+    index.save(args.index)
+    print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index}")
+    return OK
+
+
+def index_add_command(args: argparse.Namespace) -> int:
+    from ticketsim.data.csvsource import read_records
+    from ticketsim.search.searcher import Searcher
+
+    tickets = read_records(args.file, "tickets")
+    searcher = Searcher.load(args.model, args.index)
+    added = searcher.add(tickets)
+    searcher.index.save(args.index)
+    print(f"added {added} tickets to {args.index} ({len(searcher.index)} in all; BM25's statistics rebuilt). "
+          "`dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
+    return OK
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from ticketsim.search.searcher import Searcher
+    from ticketsim.web import create_app
+
+    app = create_app(Searcher.load(args.model, args.index))
+    print(f"ticketsim serve: http://{args.host}:{args.port}/ (Ctrl-C stops it)", flush=True)
+    app.run(host=args.host, port=args.port, threaded=False)   # one search at a time: the model is not shared across threads
+    return OK
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return int(text)
+
+
 def tune_command(args: argparse.Namespace) -> int:
     from ticketsim.tune import tune_command as run_tune  # torch and optuna
 
@@ -224,6 +284,28 @@ def main(argv: list[str] | None = None) -> int:
     tune.add_argument("--metrics", help="default metrics/<dataset>/tune.json")
     tune.add_argument("--plots", help="default plots/<dataset>/tune")
     tune.set_defaults(run=tune_command)
+
+    search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
+    search.add_argument("--subject", help="the query's subject")
+    search.add_argument("--description", help="the query's description")
+    search.add_argument("--queries", help="a .csv or .jsonl file of queries: subject, description (query_id optional)")
+    search.add_argument("-k", type=positive, default=10, help="tickets per query (default 10)")
+    search.add_argument("--json", action="store_true", help="JSON for machines instead of a table")
+    search.set_defaults(run=search_command)
+    index = commands.add_parser("index", help="the search index of a knowledge base").add_subparsers(dest="action", required=True)
+    build_parser = index.add_parser("build", help="index every ticket of a file with a bundle's weights")
+    build_parser.add_argument("--tickets", required=True, help=".csv or .jsonl: ticket_id, subject, description, solution")
+    build_parser.set_defaults(run=index_build_command)
+    grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
+    grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")
+    grow.set_defaults(run=index_add_command)
+    serve = commands.add_parser("serve", help="a small search page over the index (a query form, ranked tickets, reasons)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(run=serve_command)
+    for command in (search, build_parser, grow, serve):
+        command.add_argument("--model", default="models/default/bundle", help="a bundle (default: models/default/bundle)")
+        command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
     for command in (validate, evaluate, export, add, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)

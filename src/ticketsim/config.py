@@ -166,6 +166,7 @@ class TrainConfig:
     rho: float = 0.95
     clip: float = 1.0            # gradient-norm clipping
     patience: int = 5            # epochs without a better dev loss before stopping
+    weights_lr: float = 10.0     # learned W and V step at lr * weights_lr (a few weights, each moving a whole channel)
 
 
 @dataclass(frozen=True)
@@ -309,14 +310,26 @@ class TextLengths:
 class ComparatorsConfig:
     """The neighbouring text-matching models (stage comparators, ticketsim.comparison), all trained by the one trainer
     with one loss. models: name -> settings over the defaults of its config dataclass in ticketsim.model.comparators
-    (checked when the model is built); `model: <registered name>` makes a label of its own a variant of that model."""
+    (checked when the model is built; `model: <registered name>` makes a label of its own a variant of that model), and
+    an optional `train` mapping over comparators.train."""
 
     loss: Literal["mse", "softmax", "pairwise", "bce"] = "mse"
     margin: float = 1.0             # of the pairwise hinge
     train: TrainConfig = TrainConfig()
     threads: int = 1
     max_tokens: TextLengths = TextLengths()
+    stopwords: bool = True          # drop punctuation, <num> and English stopwords from every text (as topics.vocabulary)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def settings(self, name: str) -> dict[str, Any]:
+        """Model `name`'s settings for ticketsim.model.comparators.build_comparator: the shared text lengths, then its own."""
+        own = {key: value for key, value in self.models[name].items() if key != "train"}
+        return {"query_tokens": self.max_tokens.query, "ticket_tokens": self.max_tokens.ticket, **own}
+
+    def training(self, name: str) -> TrainConfig:
+        """comparators.train with model `name`'s own `train` values over it."""
+        return build(TrainConfig, {**dataclasses.asdict(self.train), **self.models[name].get("train", {})},
+                     f"comparators.models.{name}.train")
 
 
 def load_tuned(path: str | Path) -> TunedVariant:

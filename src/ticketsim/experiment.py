@@ -10,13 +10,14 @@ import torch
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import lexical_scores
-from ticketsim.config import BM25Config, SiameseParams, VariantConfig
+from ticketsim.config import BM25Config, SiameseParams, TrainConfig, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
 from ticketsim.model.metric import MetricConfig, PairDistances, similarity
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
+from ticketsim.train import History, fit, rescale
 
 # The merged components every channel has: their query-ticket distance sets a cached channel's scale.
 SCALE_LEVEL = ("sub+desc", "sub+desc+sol")
@@ -120,6 +121,17 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
     pair = inputs.pair_distances(metric, pairs)
     return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric,
                               pair={c: d[rows] for c, d in pair.items()})
+
+
+def train_model(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, cfg: TrainConfig,
+                seed: int, **fit_options) -> History:
+    """Fit the model to the train pairs with the variant's loss, early-stopped on dev (ticketsim.train.fit;
+    `fit_options`: checkpoint, meta, on_epoch)."""
+    split = pairs["split"].to_list()
+    rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in ("train", "dev")}
+    loss, groups = loss_and_groups(variant, pairs)
+    return fit(model, pair_predictor(model, inputs, pairs, metric_of(variant)), rescale(torch.tensor(pairs["label"].to_list())),
+               rows["train"], rows["dev"], cfg, seed, loss=loss, groups=groups, **fit_options)
 
 
 @torch.no_grad()

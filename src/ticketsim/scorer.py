@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -20,13 +23,27 @@ from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
 from ticketsim.channels.sumemb import sumemb_vectors, word_vectors
 from ticketsim.channels.topics import TopicModel, load_topic_models, topic_vectors
 from ticketsim.channels.word2vec import load_vectors
-from ticketsim.config import BM25Config, EvaluationConfig, SentenceConfig, SiameseParams, TextConfig, VariantConfig, build
+from ticketsim.config import (
+    BM25Config,
+    EvaluationConfig,
+    Params,
+    SentenceConfig,
+    SiameseParams,
+    TextConfig,
+    TunedVariant,
+    VariantConfig,
+    build,
+)
 from ticketsim.data.tables import Corpus
+from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import Inputs, build_inputs, metric_of, pair_predictor, pool_scores, predict_all, scaled
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
+
+if TYPE_CHECKING:
+    from ticketsim.channels.sentence import SentenceEncoder
 
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "checkpoint": "checkpoint.pt",
          "calibrator": "calibrator.json"}
@@ -49,6 +66,32 @@ def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantCon
     return directory
 
 
+def final_bundle(directory: str | Path, params: Params, model: str | Path, word2vec: str | Path, char_blstm: str | Path,
+                 docnade: str | Path) -> Path:
+    """The bundle of the final variant trained in `model` (the final stage's folder): tune's weights (variant.json) when
+    it has them, else siamese.variants[siamese.final]. The register and index stages both write it with this one
+    function, so the index's model hash is the registered bundle's."""
+    model = Path(model)
+    cfg, variant = params.siamese, params.siamese.variants[params.siamese.final]
+    if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants
+        tuned = build(TunedVariant, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
+        cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
+    return write_bundle(
+        directory, text=params.text, variant=variant, siamese=cfg,
+        scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
+        sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade,
+                 "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"},
+        sentence=params.sentence, bm25=params.bm25)
+
+
+class Encoding(NamedTuple):
+    """A corpus through a bundle: its tokens, the model inputs of both sides, the LSTM for its vocabulary."""
+
+    tokens: Tokens
+    inputs: Inputs
+    model: SiameseLSTM
+
+
 @dataclass(frozen=True, eq=False)
 class Scorer:
     text: TextConfig
@@ -67,6 +110,9 @@ class Scorer:
     @classmethod
     def load(cls, directory: str | Path) -> Scorer:
         directory = Path(directory)
+        if not (directory / "manifest.json").is_file():
+            raise StepError(f"{directory}: not a model bundle (no manifest.json); the register stage writes one to "
+                            "models/<dataset>/bundle (`dvc repro register@<dataset>`)")
         manifest = json.loads((directory / "manifest.json").read_text())
         saved = torch.load(directory / FILES["checkpoint"], weights_only=True)
         variant = build(VariantConfig, manifest["variant"], "manifest.variant")
@@ -79,10 +125,20 @@ class Scorer:
                    build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence"),
                    build(BM25Config, manifest.get("bm25", {}), "manifest.bm25"))
 
-    def score(self, corpus: Corpus, pool: bool = True) -> tuple[np.ndarray, ScoreMatrix | None]:
-        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None)."""
+    @cached_property
+    def sentence_encoder(self) -> SentenceEncoder:
+        """Loaded on first use, once: a searcher encodes one query at a time."""
+        from ticketsim.channels.sentence import configured_encoder  # sentence-transformers only when S is weighed
+
+        return configured_encoder(self.sentence)
+
+    def encode(self, corpus: Corpus, lexical: bool = True, cached: Sequence[ChannelVectors] = ()) -> Encoding:
+        """Every channel of the corpus's queries and tickets, and the LSTM with an embedding table for its words.
+        Without `lexical`, channel L is left out: it needs both sides, and a search index encodes one side at a time.
+        `cached`: S computed already for these texts with the bundle's `sentence` config (the sentence_encoder stage's
+        S.npz), taken instead of encoding them again, the one slow channel."""
         metric = metric_of(self.variant)
-        tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus))
+        tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False)
         # Every word through the char-BLSTM once: the rows feed channel E and the LSTM's embedding table alike.
         table = word_vectors(list(tokens.vocabulary()["token"]), self.word2vec, self.chars)
         channels: list[ChannelVectors] = []
@@ -90,12 +146,22 @@ class Scorer:
             channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
         if metric.channels.get("T"):
             channels.append(topic_vectors(tokens, self.topics))
-        if metric.channels.get("S"):
-            from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is weighed
+        sentence = next((v for v in cached if v.channel == "S"), None)
+        if metric.channels.get("S") and sentence is None:
+            from ticketsim.channels.sentence import sentence_channel
 
-            channels.append(sentence_channel(corpus, self.sentence, progress=False)[0])
+            sentence = sentence_channel(corpus, self.sentence, progress=False, encoder=self.sentence_encoder)[0]
+        if metric.channels.get("S"):
+            channels.append(sentence)
+        if not lexical:
+            metric = replace(metric, channels={c: w for c, w in metric.channels.items() if c != "L"})
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25)
-        model = self.model_for(inputs, table)
+        return Encoding(tokens, inputs, self.model_for(inputs, table))
+
+    def score(self, corpus: Corpus, pool: bool = True) -> tuple[np.ndarray, ScoreMatrix | None]:
+        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None)."""
+        metric = metric_of(self.variant)
+        _, inputs, model = self.encode(corpus)
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
         return scores, pool_scores(model, inputs, metric) if pool else None
 

@@ -38,19 +38,18 @@ from ticketsim.experiment import (
     channel_scale,
     fingerprint,
     lexical_distances,
-    loss_and_groups,
     metric_of,
     pair_predictor,
     predict_all,
     scaled,
     side_channels,
+    train_model,
 )
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
-from ticketsim.train import fit, rescale
 
 SEARCH_SPLITS = ("train", "dev")
 DIRECTION = {"map": "maximize", "mse": "minimize"}
@@ -122,8 +121,6 @@ def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs:
     torch.manual_seed(problem.seed)
     model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim, variant)
     predict = pair_predictor(model, inputs, problem.pairs, metric)
-    split = problem.pairs["split"].to_list()
-    rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in SEARCH_SPLITS}
 
     def scores() -> np.ndarray:
         model.eval()   # fit puts it back in training mode at the next epoch
@@ -133,9 +130,8 @@ def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs:
         if report is not None:
             report(epoch, dev_measures(problem, scores())[objective])
 
-    loss, groups = loss_and_groups(variant, problem.pairs)
-    fit(model, predict, rescale(torch.tensor(problem.pairs["label"].to_list())), rows["train"], rows["dev"],
-        replace(problem.siamese.train, epochs=epochs), problem.seed, on_epoch=on_epoch, loss=loss, groups=groups)
+    train_model(model, inputs, problem.pairs, variant, replace(problem.siamese.train, epochs=epochs), problem.seed,
+                on_epoch=on_epoch)
     return model, inputs, scores()
 
 
@@ -153,9 +149,9 @@ def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path
     else:
         model, words = load_model(Path(base_model), problem.final)
         index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
-        inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q["h"]), index, problem.siamese.max_tokens,
+        inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, problem.siamese.max_tokens,
                                     cached, "queries"),
-                        encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t["h"]), index, problem.siamese.max_tokens,
+                        encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, problem.siamese.max_tokens,
                                     cached, "tickets"), words,
                         lexical_distances(problem.tokens, problem.bm25) if metric.channels.get("L") else None)
     needs_q, needs_t = metric.needs()

@@ -41,12 +41,28 @@ def idf(documents: list[list[str]]) -> dict[str, float]:
     return {word: math.log(1 + (n - count + 0.5) / (count + 0.5)) for word, count in df.items()}
 
 
+@dataclass(frozen=True, eq=False)
+class LexicalIndex:
+    """BM25's statistics of a ticket pool (bm25s's index and Lucene's idf): a query's L needs nothing else, so a search
+    index keeps this object, and rebuilds it when tickets are added (every idf and the mean length move)."""
+
+    ticket_ids: tuple[str, ...]
+    retriever: bm25s.BM25
+    idf: dict[str, float]
+
+    @classmethod
+    def build(cls, ticket_ids: tuple[str, ...], documents: list[list[str]], k1: float = 1.5, b: float = 0.75) -> LexicalIndex:
+        retriever = bm25s.BM25(k1=k1, b=b)
+        retriever.index(documents, show_progress=False)
+        return cls(ticket_ids, retriever, idf(documents))
+
+    def scores(self, query_ids: tuple[str, ...], queries: list[list[str]]) -> LexicalScores:
+        """BM25 and ceilings of token lists (a query's QUERY_LEVEL tokens) against the pool; no words, no score."""
+        bm25 = [self.retriever.get_scores(q) if q else np.zeros(len(self.ticket_ids), np.float32) for q in queries]
+        return LexicalScores(query_ids, self.ticket_ids, np.stack(bm25) if bm25 else np.zeros((0, len(self.ticket_ids))),
+                             np.array([sum(self.idf.get(word, 0.0) for word in q) for q in queries]))
+
+
 def lexical_scores(tokens: Tokens, k1: float = 1.5, b: float = 0.75) -> LexicalScores:
-    queries = component_tokens(tokens.queries, QUERY_LEVEL)
-    tickets = component_tokens(tokens.tickets, TICKET_LEVEL)
-    retriever = bm25s.BM25(k1=k1, b=b)
-    retriever.index(tickets, show_progress=False)
-    weights = idf(tickets)
-    return LexicalScores(tuple(tokens.queries["query_id"]), tuple(tokens.tickets["ticket_id"]),
-                         np.stack([retriever.get_scores(q) for q in queries]) if queries else np.zeros((0, len(tickets))),
-                         np.array([sum(weights.get(word, 0.0) for word in q) for q in queries]))
+    pool = LexicalIndex.build(tuple(tokens.tickets["ticket_id"]), component_tokens(tokens.tickets, TICKET_LEVEL), k1, b)
+    return pool.scores(tuple(tokens.queries["query_id"]), component_tokens(tokens.queries, QUERY_LEVEL))

@@ -367,9 +367,16 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
     return channel, report
 
 
-def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
-    """Channel S of a corpus as params `sentence` names it: the stage's cache and a bundle's new texts alike."""
-    encoder = load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens)
+def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
+    """The encoder params `sentence` name."""
+    return load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens)
+
+
+def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True,
+                     encoder: SentenceEncoder | None = None) -> tuple[ChannelVectors, SentenceReport]:
+    """Channel S of a corpus as params `sentence` names it: the stage's cache and a bundle's new texts alike.
+    `encoder`: configured_encoder(cfg), when the caller keeps it loaded (a searcher encodes one query at a time)."""
+    encoder = encoder or configured_encoder(cfg)
     return sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
                             batch_size=cfg.batch_size, threads=cfg.threads, progress=progress)
 

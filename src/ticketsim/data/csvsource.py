@@ -21,16 +21,18 @@ from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, 
 
 TABLES = ("tickets", "queries", "pairs")
 # new_pairs: a batch for `ticketsim pairs add`, naming each query by query_id or by its subject/description.
+# search: queries for `ticketsim search --queries`, their query_id optional (default: the record's line number).
 REQUIRED = {
     "tickets": ("ticket_id", "subject", "description", "solution"),
     "queries": ("query_id", "subject", "description"),
     "pairs": ("query_id", "ticket_id", "label"),
     "new_pairs": ("ticket_id", "label"),
+    "search": ("subject", "description"),
 }
 # Provenance of rows appended by `ticketsim pairs add` (ticketsim.data.intake): the file they came from and when.
 PROVENANCE = ("source_file", "added_at")
 OPTIONAL = {"tickets": PROVENANCE, "queries": PROVENANCE, "pairs": ("split", "source_rank", *PROVENANCE),
-            "new_pairs": ("query_id", "subject", "description")}
+            "new_pairs": ("query_id", "subject", "description"), "search": ("query_id",)}
 # The csv module refuses fields over 131,072 characters by default; JSONL has no such limit, so CSV gets none either
 # (the largest limit a C long holds on every platform). csv.field_size_limit is process-wide: it is only ever raised.
 FIELD_LIMIT = 2**31 - 1
@@ -113,6 +115,20 @@ def read_jsonl(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
     if problems:
         raise DataError(problems)
     return records
+
+
+def read_records(path: str | Path, table: str) -> pl.DataFrame:
+    """One file of tickets ('tickets') or of queries to search ('search'), checked as a dataset's tables are: the table
+    in its schema, or a DataError naming file:line of every problem."""
+    frame = read_table(Path(path), table)
+    if table == "search":
+        line = pl.col(ORIGIN).str.extract(r":(\d+)$")
+        frame = frame.with_columns(query_id=pl.when(pl.col("query_id").str.strip_chars() != "").then("query_id").otherwise(line))
+    empty = {name: pl.DataFrame(schema={**dict.fromkeys(REQUIRED[name], pl.String), ORIGIN: pl.String})
+             for name in ("tickets", "queries", "pairs")}
+    tables = {**empty, "tickets" if table == "tickets" else "queries": frame}
+    corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport())
+    return corpus.tickets if table == "tickets" else corpus.queries
 
 
 def read_corpus(directory: str | Path, split_fractions: dict[str, float], report: IntakeReport) -> Corpus:

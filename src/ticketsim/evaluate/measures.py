@@ -32,10 +32,19 @@ def pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> dict[str, float]:
-    """MAP, MRR and accuracy (success) at each cutoff, as "map@k", "mrr@k", "acc@k".
+    """MAP, MRR and accuracy (success) at each cutoff, as "map@k", "mrr@k", "acc@k": the means of ranking_by_query.
+
+    The mean is over every query of `qrels`: one with no relevant ticket, or absent from `run`, scores 0.
+    """
+    by_query = ranking_by_query(run, qrels, cutoffs)
+    return {name: float(by_query[name].mean()) for name in by_query.columns[1:]}
+
+
+def ranking_by_query(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> pl.DataFrame:
+    """One row per query of `qrels` (query_id ascending): AP, RR and success at each cutoff, as "map@k", "mrr@k", "acc@k".
 
     `run` has query_id, ticket_id, score (higher is better); `qrels` has query_id, ticket_id, label.
-    The mean is over every query of `qrels`: one with no relevant ticket, or absent from `run`, scores 0.
+    A query with no relevant ticket, or absent from `run`, scores 0.
     Run rows of queries not in `qrels` are ignored. Equal scores are ordered by ticket_id ascending.
     AP@k divides by all relevant tickets of the query (trec_eval's map_cut), which equals the SemEval
     scorer's rule (divide by the relevant found in the top k) when a query has at most k candidates.
@@ -44,7 +53,7 @@ def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> d
     if not cutoffs or cutoffs[0] < 1:
         raise ValueError(f"cutoffs must be positive, got {cutoffs}")
     qrels = qrels.select(pl.col("query_id", "ticket_id").cast(pl.String), pl.col("label").cast(pl.Int64))
-    queries = qrels["query_id"].unique()
+    queries = qrels["query_id"].unique().sort()
     if queries.is_empty():
         raise ValueError("qrels has no queries")
     # Providers break ties their own way (trec_eval: docno descending, so AP and RR@k disagreed);
@@ -58,7 +67,8 @@ def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> d
     names = {}
     for k in cutoffs:
         names |= {AP(rel=RELEVANT) @ k: f"map@{k}", RR(rel=RELEVANT) @ k: f"mrr@{k}", Success(rel=RELEVANT) @ k: f"acc@{k}"}
-    totals = dict.fromkeys(names.values(), 0.0)
+    # Every qrels query gets every measure, 0 unless a provider reports it (they skip queries missing from the run).
+    values = {name: dict.fromkeys(queries, 0.0) for name in names.values()}
     if not run.is_empty():
         # The default pipeline, not the pytrec_eval provider alone: that one has no RR@k and returns uncut RR.
         metrics = ir_measures.iter_calc(
@@ -66,7 +76,7 @@ def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> d
             [Qrel(*row) for row in qrels.iter_rows()],
             [ScoredDoc(*row) for row in run.iter_rows()],
         )
-        # Summed here and divided by every qrels query, whatever queries the providers report.
         for metric in metrics:
-            totals[names[metric.measure]] += metric.value
-    return {name: total / len(queries) for name, total in totals.items()}
+            values[names[metric.measure]][metric.query_id] = metric.value
+    return pl.DataFrame({"query_id": queries, **{name: list(by_id.values()) for name, by_id in values.items()}},
+                        schema={"query_id": pl.String, **dict.fromkeys(values, pl.Float64)})

@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ticketsim.evaluate.measures import ranking
+from ticketsim.evaluate.measures import RELEVANT, ranking, ranking_by_query
 
 # Rows of the matrix handled at once by top_k, so its temporaries stay near this many cells.
 _CELLS_PER_BLOCK = 1 << 22
@@ -94,13 +94,32 @@ def _top_columns(block: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(picked, best_first, axis=1)
 
 
+def rerank_by_query(scored_pairs: pl.DataFrame, depth: int = 10) -> pl.DataFrame:
+    """SemEval-2016 subtask B per query: its labelled candidates ranked by score; AP and RR at depth, success at 1.
+
+    `scored_pairs` has query_id, ticket_id, label, score. One row per query (query_id ascending), columns ap, rr,
+    acc@1; null for a query with no relevant candidate: it has nothing to find, so no ranking can be judged on it.
+    """
+    measured = ranking_by_query(scored_pairs, scored_pairs, (1, depth))
+    answerable = scored_pairs.group_by(pl.col("query_id").cast(pl.String)).agg(answerable=(pl.col("label") >= RELEVANT).any())
+    columns = {"ap": f"map@{depth}", "rr": f"mrr@{depth}", "acc@1": "acc@1"}
+    return measured.join(answerable, on="query_id", maintain_order="left").select(
+        "query_id", *(pl.when("answerable").then(pl.col(column)).alias(name) for name, column in columns.items()))
+
+
+def rerank_means(by_query: pl.DataFrame) -> dict[str, float]:
+    """MAP, MRR and accuracy@1 of rerank_by_query's rows. A query with no relevant candidate counts 0, as in the
+    organizers' scorer (ev.py, unless run with --ignore_noanswer): that reproduces their search-engine baseline."""
+    columns = {"map": "ap", "mrr": "rr", "acc@1": "acc@1"}
+    return {name: float(by_query[column].fill_null(0.0).mean()) for name, column in columns.items()}
+
+
 def rerank(scored_pairs: pl.DataFrame, depth: int = 10) -> dict[str, float]:
     """SemEval-2016 subtask B: each query's labelled candidates ranked by score; MAP and MRR at depth, and accuracy@1.
 
     `scored_pairs` has query_id, ticket_id, label, score. A query with no relevant candidate scores 0.
     """
-    result = ranking(scored_pairs, scored_pairs, (1, depth))
-    return {"map": result[f"map@{depth}"], "mrr": result[f"mrr@{depth}"], "acc@1": result["acc@1"]}
+    return rerank_means(rerank_by_query(scored_pairs, depth))
 
 
 def retrieve(matrix: ScoreMatrix, pairs: pl.DataFrame, cutoffs: Sequence[int]) -> dict[str, float]:

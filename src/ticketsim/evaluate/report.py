@@ -15,12 +15,16 @@ Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -
 
 
 def markdown_table(results: Results, split: str) -> str:
-    """One row per method, one column per protocol.measure, values in percent except MSE and correlations."""
+    """One row per method, one column per protocol.measure, values in percent except MSE and correlations; a heading
+    row starts each block (block_of) when the table has more than one."""
     columns = sorted({(p, m) for by_split in results.values() for p, ms in by_split.get(split, {}).items() for m in ms},
                      key=lambda c: (c[0] != "rerank", c[0], c[1]))
     header = "| method | " + " | ".join(f"{p} {m}" for p, m in columns) + " |"
     lines = [header, "|" + " --- |" * (len(columns) + 1)]
-    for method, by_split in results.items():
+    blocks = [block_of(method) for method in results]
+    for i, (method, by_split) in enumerate(results.items()):
+        if len(set(blocks)) > 1 and (i == 0 or blocks[i] != blocks[i - 1]):
+            lines.append(f"| **{blocks[i]}** |" + " |" * len(columns))
         cells = [format_value(m, by_split.get(split, {}).get(p, {}).get(m)) for p, m in columns]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -91,15 +95,31 @@ def reliability_plot(calibrated: np.ndarray, gold: np.ndarray, path: str | Path,
     fig.savefig(path, dpi=100)
 
 
+BLOCKS = ("the paper", "baselines", "beyond the paper", "comparators")
+BASELINES = ("bm25", "source_order")
+
+
+def block_of(method: str) -> str:
+    """The results table's block of a method, from its name: 'E#11 sub-sub l1' and '#22-tuned' are the paper's rows,
+    'S#14 ...' and named variants ('#22+S+L', '#best-tuned') go beyond it, names without '#' are comparator models."""
+    if method in BASELINES:
+        return "baselines"
+    if "#" not in method:
+        return "comparators"
+    row = method.split("#", 1)[1].split()[0].split("-")[0]
+    return "the paper" if row.isdigit() and not method.startswith("S#") else "beyond the paper"
+
+
 def table5(parts: list[Results]) -> Results:
-    """Every method's results in one table, ordered like the paper's Table 5 (by row number '#n'), others last."""
+    """Every method's results in one table: the paper's Table 5 rows by row number '#n', then the baselines, the rows
+    beyond the paper and the comparators, each block in the order its parts list it."""
     merged = {method: by_split for part in parts for method, by_split in part.items() if method != "training"}
 
-    def order(method: str) -> tuple[int, str]:
-        number = method.split("#", 1)[1].split()[0] if "#" in method else ""
-        return (int(number) if number.isdigit() else 1000, method)
+    def order(method: str) -> tuple[int, int]:
+        row = method.split("#", 1)[1].split()[0].split("-")[0] if "#" in method else ""
+        return BLOCKS.index(block_of(method)), int(row) if row.isdigit() else 1000
 
-    return {method: merged[method] for method in sorted(merged, key=order)}
+    return {method: merged[method] for method in sorted(merged, key=order)}   # stable: equal keys keep their order
 
 
 def semeval_predictions(scored: pl.DataFrame) -> str:

@@ -66,7 +66,7 @@ def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], 
     for vectors in channels:
         cache_ids = vectors.query_ids if side == "queries" else vectors.ticket_ids
         position = {x: i for i, x in enumerate(cache_ids)}
-        order = np.array([position[x] for x in ids]) if cache_ids != ids else slice(None)
+        order = np.array([position[x] for x in ids], dtype=np.intp) if cache_ids != ids else slice(None)
         arrays = vectors.queries if side == "queries" else vectors.tickets
         cached[vectors.channel] = {c: torch.from_numpy(np.asarray(a[order], dtype=np.float32)) for c, a in arrays.items()}
     return Encoded(ids, texts, cached)

@@ -112,10 +112,11 @@ class Tokens:
         return pl.DataFrame(rows, schema={"token": pl.String, "count": pl.Int64}, orient="row")
 
 
-def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> Tokens:
+def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer, progress: bool = True) -> Tokens:
     def tokenize_table(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...]) -> pl.DataFrame:
         what = id_column.removesuffix("_id")
-        rows = tqdm(frame.iter_rows(named=True), total=frame.height, desc=f"tokenize {what} records", unit="doc")
+        rows = tqdm(frame.iter_rows(named=True), total=frame.height, desc=f"tokenize {what} records", unit="doc",
+                    disable=not progress)
         token_rows = [{id_column: row[id_column], **{f: tokenizer(row[f]) for f in fields}} for row in rows]
         return pl.DataFrame(token_rows, schema={id_column: pl.String, **{f: pl.List(pl.String) for f in fields}})
 

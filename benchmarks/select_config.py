@@ -1,0 +1,165 @@
+"""Choose a configuration honestly: cross-validated rerank MAP over the train + dev queries beside the dev MAP, and
+paired tests over queries (ticketsim.selection); printed as a Markdown table, written as JSON.
+
+Usage, in a workspace where `dvc repro` has built the dataset's prepared pairs, tokens and channels:
+  python benchmarks/select_config.py --dataset default --variants 22 22+S+L best --baselines --out selection.json
+  python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines
+
+Per configuration (a name of siamese.variants): k-fold cross-validation by query for every seed (fold f scored, the
+next one early-stops, the rest train), and a model trained on train and early-stopped on dev per seed (the dev figure).
+--baselines adds BM25, channel S's zero-shot row #14 (cosine) and, where the source ships one, its candidate order:
+untrained, scored on the same queries and folds. Paired tests: every configuration against the first, and with
+--baselines every trained one against each baseline, on each query's CV AP averaged over the seeds.
+"""
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+from tqdm import tqdm
+
+from ticketsim.config import load_params
+from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
+from ticketsim.evaluate.protocols import rerank_means
+from ticketsim.selection import cross_validate, fold_maps, mean_ap, paired_test, per_query, with_folds
+from ticketsim.tune import Problem, stage_problem, train_variant
+
+CACHED = ("E", "T", "S")                     # the cached channels a variant may weigh, data/<dataset>/channels/<c>.npz
+S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
+
+
+def spread(values: list[float]) -> dict:
+    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+            "values": [float(v) for v in values]}
+
+
+def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str, seconds: float) -> dict:
+    """CV MAP over folds x seeds, dev MAP over seeds, and each query's CV AP averaged over the seeds (for the tests)."""
+    return {"kind": kind, "cv_map": spread([m for run in cv_runs for m in fold_maps(run)]),
+            "dev_map": spread([rerank_means(run)["map"] for run in dev_runs]),
+            "query_ap": {q: None if np.isnan(ap) else ap for q, ap in mean_ap(cv_runs).items()},   # None: JSON has no nan
+            "seconds": round(seconds, 1)}
+
+
+def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm) -> dict:
+    """Cross-validated for the first cv_seeds seeds, trained on train and early-stopped on dev for every seed."""
+    variant, started = problem.siamese.variants[name], time.perf_counter()
+    dev = problem.pairs["split"] == "dev"
+    cv_runs, dev_runs = [], []
+    for seed in seeds[:cv_seeds]:
+        bar.set_postfix(configuration=name, seed=seed)
+        cv_runs.append(cross_validate(problem, variant, folds, seed, epochs=epochs))
+        bar.update(folds)
+    for seed in seeds:
+        bar.set_postfix(configuration=name, seed=seed)
+        _, _, scores = train_variant(replace(problem, seed=seed), variant, problem.siamese.hidden, epochs)
+        dev_runs.append(per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.evaluation.depth))
+        bar.update(1)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
+
+
+def untrained(problem: Problem, scores: np.ndarray, folds: int, seeds: list[int]) -> dict:
+    """The same figures for pair scores that need no training: the folds of each seed, one dev run."""
+    started, dev = time.perf_counter(), problem.pairs["split"] == "dev"
+    by_query = per_query(problem.pairs, scores, problem.evaluation.depth)
+    dev_run = per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.evaluation.depth)
+    return summary([with_folds(by_query, folds, seed) for seed in seeds], [dev_run], "untrained", time.perf_counter() - started)
+
+
+def baseline_scores(problem: Problem, params) -> dict[str, np.ndarray]:
+    """Pair scores of the untrained methods: BM25, S's row #14 and the source's order (when it ships one)."""
+    scores = {"BM25": bm25_matrix(problem.tokens, params.bm25).pair_scores(problem.pairs)}
+    for vectors in problem.channels:
+        if vectors.channel == "S":     # divided by its scale in the problem: cosine and ranks do not change
+            scores[S_ROW] = channel_matrix(vectors, S_LEVEL, "cosine").pair_scores(problem.pairs)
+    order = source_order_scores(problem.pairs)
+    if order is not None:
+        scores["source order"] = order
+    return scores
+
+
+def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> list[dict]:
+    """Each trained configuration against the first, and against each baseline."""
+    pairs = [(name, variants[0]) for name in variants[1:]] + [(name, base) for name in variants for base in baselines]
+    return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
+
+
+def markdown(report: dict) -> str:
+    pct = lambda figure: f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
+    seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
+    lines = [f"{report['dataset']}: {report['queries']} train + dev queries, {report['folds']} folds x {len(report['cv_seeds'])} "
+             f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs']} epochs at most; rerank MAP, %", "",
+             "| configuration | CV MAP (mean ± std over folds x seeds) | dev MAP (mean ± std over seeds) | seconds |",
+             "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {name} | {pct(r['cv_map'])} | {pct(r['dev_map'])} | {r['seconds']:.0f} |" for name, r in report["configurations"].items()]
+    lines += ["", f"{report['compared']} trained configurations compared (and {len(report['configurations']) - report['compared']} "
+              f"untrained baselines; dev MAP of an untrained one: one run, std 0).", "",
+              "Paired tests over queries (each query's CV AP averaged over the seeds; queries with a relevant candidate):", "",
+              "| a | b | queries | mean difference a - b (points) | 95% bootstrap interval | p (sign-flip) |",
+              "| --- | --- | ---: | ---: | --- | ---: |"]
+    lines += [f"| {t['a']} | {t['b']} | {t['queries']} | {100 * t['mean_difference']:+.2f} | "
+              f"[{100 * t['interval'][0]:+.2f}, {100 * t['interval'][1]:+.2f}] | {t['p']:.4f} |" for t in report["tests"]]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
+    parser.add_argument("--dataset", required=True, help="a key of `datasets` in the workspace's params.yaml")
+    parser.add_argument("--variants", nargs="+", required=True, help="names in siamese.variants; the first is the reference")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
+    parser.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all); "
+                                                        "the dev figure uses every seed")
+    parser.add_argument("--epochs", type=int, help="training epochs per model (default: siamese.train.epochs)")
+    parser.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
+    parser.add_argument("--out", type=Path, help="write the report as JSON here")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
+
+    params = load_params(args.workspace / "params.yaml")
+    params.dataset(args.dataset)
+    unknown = [name for name in args.variants if name not in params.siamese.variants]
+    if unknown:
+        parser.error(f"--variants {' '.join(unknown)}: not in siamese.variants (have: {', '.join(params.siamese.variants)})")
+    data = args.workspace / "data" / args.dataset
+    needed = {c for name in args.variants for c, w in params.siamese.variants[name].channels.items() if w and c in CACHED}
+    needed |= {"S"} if args.baselines else set()
+    missing = [str(data / "channels" / f"{c}.npz") for c in sorted(needed) if not (data / "channels" / f"{c}.npz").is_file()]
+    if missing:
+        parser.error(f"{', '.join(missing)} missing: run `dvc repro` in {args.workspace} first (channel S: stage "
+                     f"sentence_encoder@{args.dataset})")
+    channels = [str(data / "channels" / f"{c}.npz") for c in CACHED if (data / "channels" / f"{c}.npz").is_file()]
+    problem = stage_problem(params, args.dataset, str(data / "prepared"), str(data / "tokens"), str(data / "channels" / "word2vec.kv"),
+                            str(data / "channels" / "char_blstm.pt"), channels)
+    epochs, cv_seeds = args.epochs or params.siamese.train.epochs, args.cv_seeds or len(args.seeds)
+
+    results = {}
+    with tqdm(total=len(args.variants) * (cv_seeds * args.folds + len(args.seeds)), desc="select", unit="model") as bar:
+        for name in args.variants:
+            results[name] = trained(problem, name, args.folds, args.seeds, cv_seeds, epochs, bar)
+    baselines = baseline_scores(problem, params) if args.baselines else {}
+    for name, scores in baselines.items():
+        results[name] = untrained(problem, scores, args.folds, args.seeds[:cv_seeds])
+    report = {"dataset": args.dataset, "workspace": str(args.workspace.resolve()), "command": " ".join(sys.argv),
+              "queries": problem.pairs["query_id"].n_unique(), "folds": args.folds, "seeds": args.seeds,
+              "cv_seeds": args.seeds[:cv_seeds], "epochs": epochs,
+              "compared": len(args.variants), "configurations": results,
+              "tests": tests(results, args.variants, list(baselines), args.resamples)}
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    print(markdown(report))
+    print(f"\n{report['seconds']:.0f} s")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The knowledge base of a search, as one folder: the tickets' folded vectors in an exact FAISS index (IndexFlat,
+METRIC_L1), the tickets themselves (texts, SUB+DESC+SOL words, top topics), and the hash of the bundle whose weights
+folded them, so that a search with other weights is refused instead of answering wrongly.
+
+Adding tickets appends their vectors (a flat index has nothing to rebalance). Channel L is not stored as vectors:
+BM25's statistics (every idf, the mean ticket length) move with each new ticket, so they are rebuilt from the stored
+words on load and after every addition, a sparse pass that costs little next to encoding; L then stays exactly what
+the model computes on the whole pool.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import faiss
+import numpy as np
+import polars as pl
+
+from ticketsim.channels.cache import ChannelVectors, component_tokens
+from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
+from ticketsim.config import BM25Config
+from ticketsim.data.tables import TICKET_SCHEMA
+from ticketsim.data.validate import DataError
+from ticketsim.errors import StepError
+from ticketsim.scorer import Scorer
+from ticketsim.search.encode import Layout, encode_side
+from ticketsim.search.explain import REASON_MODEL, standardized, topic_activity
+from ticketsim.search.fold import Block
+
+MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.faiss", "tickets.parquet"
+CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
+
+
+class IndexMismatch(StepError):
+    """An index whose vectors were folded with other weights than the bundle's."""
+
+
+def model_hash(bundle: str | Path) -> str:
+    """SHA-256 over every file of a bundle (path and bytes): the weights, the vocabulary, the channels' models, the manifest."""
+    bundle, digest = Path(bundle), hashlib.sha256()
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(bundle).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@dataclass(eq=False)
+class TicketIndex:
+    """Row i of the FAISS index is ticket i of `tickets`. Made by build_index or load; add() grows it in place."""
+
+    model_hash: str
+    layout: Layout
+    vectors: faiss.IndexFlat
+    tickets: pl.DataFrame       # TICKET_SCHEMA + words (SUB+DESC+SOL tokens) + topics (standardized activity: the reasons)
+    topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
+    bm25: BM25Config
+    lexical: LexicalIndex = field(init=False)   # BM25's statistics of the tickets, rebuilt by refresh()
+    order: np.ndarray = field(init=False)       # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        ids = tuple(self.tickets["ticket_id"])
+        self.lexical = LexicalIndex.build(ids, self.tickets["words"].to_list(), self.bm25.k1, self.bm25.b)
+        self.order = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
+
+    def __len__(self) -> int:
+        return self.vectors.ntotal
+
+    def save(self, directory: str | Path) -> None:
+        """Write the folder; each file is replaced whole (written aside, then renamed), never left half-written."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        manifest = {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d,
+                    "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
+                               "constant": self.layout.constant},
+                    "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25)}
+        writers = {VECTORS: lambda path: faiss.write_index(self.vectors, str(path)), TICKETS: self.tickets.write_parquet,
+                   MANIFEST: lambda path: path.write_text(json.dumps(manifest) + "\n")}
+        for name, write in writers.items():     # the manifest last: it says how many tickets the other files hold
+            write(directory / f".{name}.tmp")
+            os.replace(directory / f".{name}.tmp", directory / name)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> TicketIndex:
+        directory = Path(directory)
+        if not (directory / MANIFEST).is_file():
+            raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
+                            "or `ticketsim index build`")
+        manifest = json.loads((directory / MANIFEST).read_text())
+        layout = manifest["layout"]
+        index = cls(manifest["model_hash"],
+                    Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
+                    faiss.read_index(str(directory / VECTORS)), pl.read_parquet(directory / TICKETS),
+                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), BM25Config(**manifest["bm25"]))
+        if not len(index) == index.tickets.height == manifest["tickets"]:
+            raise StepError(f"{directory}: {len(index)} vectors, {index.tickets.height} tickets, the manifest says "
+                            f"{manifest['tickets']}: the folder is damaged; rebuild it")
+        return index
+
+    def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
+        if scorer_hash != self.model_hash:
+            raise IndexMismatch(
+                f"{where} was built with other model weights (bundle hash {self.model_hash[:12]}) than {bundle} "
+                f"({scorer_hash[:12]}): its ticket vectors would be scored by the wrong model. Rebuild it: "
+                f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where}`")
+
+    def add(self, scorer: Scorer, tickets: pl.DataFrame) -> int:
+        """Append tickets (TICKET_SCHEMA, ids new to the index); returns how many. BM25's statistics are rebuilt."""
+        known = set(self.tickets["ticket_id"])
+        again = [t for t in tickets["ticket_id"] if t in known]
+        if again:
+            raise DataError([f"ticket_id {t!r} is already in the index; new tickets need new ids" for t in again])
+        vectors, frame, _ = encoded_tickets(scorer, self.layout, tickets, self.topic_scale)
+        self.vectors.add(vectors)
+        self.tickets = pl.concat([self.tickets, frame])
+        self.refresh()
+        return frame.height
+
+
+def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
+                    cached: Sequence[ChannelVectors] = ()) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
+    """(folded vectors float32, the tickets with their words and standardized topics, the mean and std used), CHUNK
+    tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode."""
+    tickets = tickets.select(list(TICKET_SCHEMA))
+    vectors, words, activity = [], [], []
+    for start in range(0, tickets.height, CHUNK):
+        tokens, folded = encode_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
+        vectors.append(folded.astype(np.float32))
+        words += component_tokens(tokens, TICKET_LEVEL)
+        activity.append(topic_activity(scorer.topics[REASON_MODEL], words[start:]))
+    activity = np.concatenate(activity)
+    topic_scale = (activity.mean(0), activity.std(0)) if topic_scale is None else topic_scale
+    frame = tickets.with_columns(words=pl.Series(words, dtype=pl.List(pl.String)),
+                                 topics=pl.Series(standardized(activity, *topic_scale).tolist(), dtype=pl.List(pl.Float32)))
+    return np.concatenate(vectors), frame, topic_scale
+
+
+def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = ()) -> TicketIndex:
+    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode."""
+    if tickets.is_empty():
+        raise DataError(["the knowledge base has no tickets: nothing to index"])
+    layout = Layout.of(scorer)
+    vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached)
+    index = faiss.IndexFlat(vectors.shape[1], faiss.METRIC_L1)
+    index.add(vectors)
+    return TicketIndex(bundle_hash, layout, index, frame, topic_scale, scorer.bm25)

@@ -1,0 +1,121 @@
+"""Query texts -> the exact top-k tickets of a knowledge base, with calibrated 1-5 scores and the reasons for each.
+
+One Searcher serves the command line, the MLflow model and the web page: a bundle (the model) and a TicketIndex whose
+vectors that bundle's weights folded (checked by hash when it loads).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ticketsim.channels.cache import component_tokens
+from ticketsim.channels.docnade import is_topical
+from ticketsim.channels.lexical import QUERY_LEVEL
+from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
+from ticketsim.data.validate import DataError, shorten
+from ticketsim.scorer import Scorer
+from ticketsim.search.encode import encode_side, one_side
+from ticketsim.search.explain import REASON_MODEL, reasons, standardized, topic_activity, topic_words
+from ticketsim.search.index import TicketIndex, model_hash
+from ticketsim.search.topk import exact_top_k
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    ticket_id: str
+    score: float            # g, the model's similarity in (0, 1]
+    calibrated: float       # g on the 1-5 label scale (the bundle's isotonic calibrator)
+    subject: str
+    solution: str
+    reasons: dict           # explain.reasons: shared topics with their words, shared words
+
+
+@dataclass(frozen=True)
+class Answer:
+    query_id: str
+    hits: tuple[Hit, ...]
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def as_text(self, width: int = 60) -> str:
+        """A table for people: rank, ticket, score, subject, the solution's first line, the reasons."""
+        lines = [f"query {self.query_id}", *(f"  note: {w}" for w in self.warnings),
+                 f"{'rank':>4}  {'ticket':<12} {'score':>5}  {'subject':<{width}}  solution (first line)"]
+        for hit in self.hits:
+            first = hit.solution.strip().splitlines()[0] if hit.solution.strip() else ""
+            subject = clip(hit.subject, width)
+            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {subject:<{width}}  {clip(first, width)}")
+            topics = "; ".join(f"#{t['topic']} {' '.join(t['words'])}" for t in hit.reasons["topics"])
+            lines.append(f"{'':26}why: topics {topics or '-'} | words {' '.join(hit.reasons['words']) or '-'}")
+        return "\n".join(lines)
+
+
+def clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+class Searcher:
+    def __init__(self, scorer: Scorer, index: TicketIndex, bundle: str | Path, where: str | Path = "the index"):
+        """Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
+        index.check(model_hash(bundle), bundle, where)
+        self.scorer, self.index = scorer, index
+        self.topic_words = topic_words(scorer.topics[REASON_MODEL])
+
+    @classmethod
+    def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
+        return cls(Scorer.load(bundle), TicketIndex.load(index), bundle, index)
+
+    def search(self, queries: pl.DataFrame, k: int = 10) -> list[Answer]:
+        """The top k tickets of each query (query_id, subject, description), best first; DataError on an empty query."""
+        queries = queries.select(list(QUERY_SCHEMA)).with_columns(pl.col(QUERY_FIELDS).fill_null(""))
+        problems = [f"query {shorten(q)}: subject and description are both empty; describe the problem in at least one"
+                    for q, s, d in queries.iter_rows() if not (s.strip() or d.strip())]
+        if k < 1:
+            problems.append(f"k = {k}: ask for at least 1 ticket")
+        if problems:
+            raise DataError(problems)
+        layout, index = self.index.layout, self.index
+        tokens, folded = encode_side(self.scorer, layout, queries, "queries")
+        words = component_tokens(tokens, QUERY_LEVEL)
+        query_topics = standardized(topic_activity(self.scorer.topics[REASON_MODEL], words), *index.topic_scale)
+        answers = []
+        for i, query_id in enumerate(queries["query_id"]):
+            lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
+            rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
+            scores = np.exp(-(totals + layout.constant))
+            hits = tuple(self.hit(rank, row, score, calibrated, query_topics[i], words[i]) for rank, (row, score, calibrated)
+                         in enumerate(zip(rows, scores, self.scorer.calibrator(scores)), start=1))
+            answers.append(Answer(query_id, hits, self.warnings(words[i], k)))
+        return answers
+
+    def hit(self, rank: int, row: int, score: float, calibrated: float, query_topics: np.ndarray, query_words: list[str]) -> Hit:
+        ticket = self.index.tickets.row(int(row), named=True)
+        why = reasons(query_topics, ticket["topics"], query_words, ticket["words"], self.topic_words, self.index.lexical.idf)
+        return Hit(rank, ticket["ticket_id"], float(score), float(calibrated), ticket["subject"] or "", ticket["solution"] or "", why)
+
+    def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
+        notes = []
+        if k > len(self.index):
+            notes.append(f"k = {k}, but the knowledge base holds {len(self.index)} tickets: all of them are listed")
+        topical = [w for w in dict.fromkeys(words) if is_topical(w)]
+        if not any(w in self.index.lexical.idf for w in topical):
+            said = ", ".join(topical[:5]) if topical else "only stopwords, numbers and punctuation"
+            notes.append(f"no word of the query ({said}) occurs in the knowledge base: the tickets are ranked by spelling and "
+                         "meaning alone, with no shared word; check the spelling or describe the fault in other words")
+        return tuple(notes)
+
+    def query_words(self, queries: pl.DataFrame) -> list[list[str]]:
+        """Each query's SUB+DESC tokens (channel L's words) by the bundle's tokenizer."""
+        corpus = one_side(queries, "queries")
+        return component_tokens(tokenize_corpus(corpus, make_tokenizer(self.scorer.text, corpus), progress=False).queries, QUERY_LEVEL)
+
+    def add(self, tickets: pl.DataFrame) -> int:
+        return self.index.add(self.scorer, tickets)

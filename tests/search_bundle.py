@@ -1,0 +1,84 @@
+"""Tiny real bundles for the search tests, built in-process in seconds: channel E, T and the tokenizer trained briefly on a
+small synthetic corpus, S the packaged MiniLM, the LSTM and its learned W and V left random, a linear calibrator."""
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ticketsim.calibrate import Calibrator
+from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
+from ticketsim.channels.sumemb import word_vectors
+from ticketsim.channels.topics import fit_topic_models
+from ticketsim.channels.word2vec import corpus_sentences, save_vectors, train_word2vec
+from ticketsim.config import (
+    CharBLSTMConfig,
+    DocNADETrainConfig,
+    LDAConfig,
+    SentenceConfig,
+    SiameseParams,
+    SyntheticConfig,
+    TextConfig,
+    TopicsConfig,
+    TopicVocabularyConfig,
+    VariantConfig,
+    Word2VecConfig,
+)
+from ticketsim.data.synthetic import generate
+from ticketsim.data.tables import Corpus
+from ticketsim.experiment import build_model
+from ticketsim.scorer import write_bundle
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+CROSS = {"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1}
+VARIANTS = {  # every channel with learned W and V and a ranking loss (a superset of the best configuration), the paper's #22
+    "all": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2, "S": 0.5, "L": 0.5}, {**CROSS, "sub+desc-sub+desc+sol": 0.3},
+                          learn=True, loss="pairwise"),
+    "22": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2}, CROSS),
+}
+SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
+SENTENCE = SentenceConfig(max_tokens=32, overlap=4)   # MiniLM reading 32 tokens: the same code path at an eighth of the cost
+
+
+@dataclass(frozen=True)
+class Parts:
+    corpus: Corpus
+    words: tuple[str, ...]
+    sources: dict[str, Path]
+
+
+def train_parts(root: Path, n_tickets: int = 80, seed: int = 3) -> Parts:
+    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=10), seed)
+    tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
+    word2vec, _ = train_word2vec(corpus_sentences(tokens), Word2VecConfig(dim=16, epochs=1, min_count=1), seed)
+    chars, _ = train_char_blstm(word2vec.index_to_key, word2vec.vectors, CharBLSTMConfig(hidden=4, char_dim=8, epochs=1), seed,
+                                progress=False)
+    topics = fit_topic_models(tokens, TopicsConfig(n_topics=6, heldout=5, vocabulary=TopicVocabularyConfig(min_documents=2),
+                                                   docnade=DocNADETrainConfig(epochs=2), lda=LDAConfig(passes=1, iterations=5)), seed)
+    sources = {"word2vec": root / "word2vec.kv", "char_blstm": root / "char_blstm.pt", "docnade": root / "docnade"}
+    save_vectors(word2vec, sources["word2vec"])
+    save_checkpoint(chars, sources["char_blstm"])
+    sources["docnade"].mkdir()
+    for model in topics.values():
+        model.save(sources["docnade"])
+    return Parts(corpus, tuple(tokens.vocabulary()["token"]), sources)
+
+
+def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> Path:
+    """A bundle of `variant` (a VARIANTS key) with a random LSTM (and random learned W, V) drawn from `seed`."""
+    from ticketsim.channels.char_blstm import load_checkpoint
+    from ticketsim.channels.word2vec import load_vectors
+
+    cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
+    torch.manual_seed(seed)
+    model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
+                        VARIANTS[variant])
+    if model.weights is not None:   # learned weights unlike the starting ones
+        model.weights.w.data += 0.3 * torch.randn_like(model.weights.w)
+        model.weights.v.data += 0.3 * torch.randn_like(model.weights.v)
+    scratch = directory.parent / f".{directory.name}-parts"
+    scratch.mkdir(parents=True)
+    torch.save({"model_config": asdict(model.cfg), "best_state_dict": model.state_dict()}, scratch / "checkpoint.pt")
+    Calibrator((0.0, 1.0), (1.0, 5.0)).save(scratch / "calibrator.json")
+    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=cfg, scales=SCALES, words=parts.words,
+                        sources={**parts.sources, "checkpoint": scratch / "checkpoint.pt", "calibrator": scratch / "calibrator.json"},
+                        sentence=SENTENCE)

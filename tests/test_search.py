@@ -1,0 +1,145 @@
+"""Search (issue 15): the folded index is exact, top-k and scores equal the model's own pool scores for every ticket
+with the lexical channel on and off, tickets are added without a rebuild, and bad input gets a clear answer."""
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from search_bundle import make_bundle
+
+from ticketsim.channels.sentence import sentence_channel
+from ticketsim.data.tables import QUERY_SCHEMA
+from ticketsim.data.validate import DataError
+from ticketsim.model.metric import MetricConfig, distance
+from ticketsim.scorer import Scorer
+from ticketsim.search.fold import blocks, fold
+from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash
+from ticketsim.search.searcher import Searcher
+from ticketsim.search.topk import exact_top_k
+
+
+@pytest.fixture(scope="module")
+def parts(search_parts):
+    return search_parts
+
+
+@pytest.fixture(scope="module")
+def searchers(parts, tmp_path_factory):
+    """variant -> (bundle, scorer, searcher over every ticket, the model's own pool matrix, channel S of the corpus).
+
+    The index takes S from the model's own pass (as the index stage takes the sentence_encoder stage's S.npz): encoding
+    is the slow part, and the pool matrix checks that a cached S folds to the same scores as a recomputed one."""
+    root, built = tmp_path_factory.mktemp("bundles"), {}
+    for variant in ("all", "22"):
+        bundle = make_bundle(root / variant, parts, variant)
+        scorer = Scorer.load(bundle)
+        _, matrix = scorer.score(parts.corpus)
+        sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant == "all" else []
+        index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence)
+        built[variant] = bundle, scorer, Searcher(scorer, index, bundle), matrix, sentence
+    return built
+
+
+def ranked(values: np.ndarray, ids: tuple[str, ...]) -> list[str]:
+    """Ticket ids best first, equal scores by id: ScoreMatrix.top_k's order."""
+    return [ids[j] for j in np.lexsort((np.asarray(ids), -values))]
+
+
+def test_folding_turns_the_weighted_level_sum_into_one_l1_distance():
+    g = torch.Generator().manual_seed(0)
+    q = {c: {p: torch.randn(4, d, generator=g) for p in ("sub", "desc")} for c, d in (("h", 3), ("E", 5))}
+    t = {c: {p: torch.randn(6, d, generator=g) for p in ("sub", "desc", "sol")} for c, d in (("h", 3), ("E", 5))}
+    metric = MetricConfig({"h": 0.7, "E": 0.3, "L": 0.5}, {"sub-sub": 0.3, "sub-sol": 0.2, "desc-sol": 0.5, "desc-desc": 0.0})
+    layout = blocks(metric)
+    assert len(layout) == 3 * 2 and all(b.channel != "L" for b in layout)    # zero V and pair channels take no block
+    folded = torch.cdist(torch.from_numpy(fold(q, layout, "queries")), torch.from_numpy(fold(t, layout, "tickets")), p=1)
+    expected = distance(q, t, MetricConfig({"h": 0.7, "E": 0.3}, metric.levels), pool=True)
+    assert torch.allclose(folded.float(), expected, atol=1e-4)
+    with pytest.raises(ValueError, match="cosine distance, which does not fold"):
+        blocks(MetricConfig({"h": 1.0}, {"sub-sub": 1.0}, distance="cosine"))
+
+
+@pytest.mark.parametrize("lexical_weight", [0.0, 0.3, 5.0])
+@pytest.mark.parametrize("k", [1, 7, 300])
+def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lexical_weight, k):
+    import faiss
+
+    rng = np.random.default_rng(k)
+    vectors = rng.normal(size=(300, 12)).astype(np.float32)
+    vectors[150:160] = vectors[140:150]                               # exact ties: broken by `order`
+    lexical = np.where(rng.random(300) < 0.7, 1.0, rng.random(300))   # most tickets share no word with the query
+    index = faiss.IndexFlat(12, faiss.METRIC_L1)
+    index.add(vectors)
+    order = rng.permutation(300)
+    for query in rng.normal(size=(5, 12)):
+        rows, totals = exact_top_k(index, query, k, order, lexical, lexical_weight)
+        brute = np.abs(vectors.astype(np.float64) - query).sum(1) + lexical_weight * lexical
+        best = np.lexsort((order, brute))[:k]
+        assert rows.tolist() == best.tolist() and np.allclose(totals, brute[best])
+
+
+@pytest.mark.parametrize("variant", ["all", "22"])
+def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_every_ticket(searchers, parts, variant):
+    """'all' weighs every channel, L (BM25: the threshold algorithm) among them, with learned W and V; '22' is the paper's
+    dense-only optimum."""
+    _, scorer, searcher, matrix, _ = searchers[variant]
+    assert bool(searcher.index.layout.lexical_weight) == (variant == "all")
+    queries, n = parts.corpus.queries, len(matrix.ticket_ids)
+    for k in (n, 3):    # every ticket in order; the top 3 (fewer candidates than tickets: the threshold algorithm stops early)
+        for answer, values in zip(searcher.search(queries, k), matrix.values):
+            expected = ranked(values, matrix.ticket_ids)[:k]
+            assert [h.ticket_id for h in answer.hits] == expected, answer.query_id
+            scores = np.array([h.score for h in answer.hits])
+            assert np.allclose(scores, np.sort(values)[::-1][:k], rtol=1e-5, atol=1e-9)
+            assert np.allclose([h.calibrated for h in answer.hits], scorer.calibrator(scores))
+
+
+def test_added_tickets_are_searched_as_if_the_index_had_been_built_with_them(searchers, parts, tmp_path):
+    bundle, scorer, whole, _, sentence = searchers["all"]
+    tickets = parts.corpus.tickets
+    index = build_index(scorer, model_hash(bundle), tickets.head(60), cached=sentence)
+    index.save(tmp_path / "index")
+    grown = TicketIndex.load(tmp_path / "index")
+    assert grown.add(scorer, tickets.slice(60)) == tickets.height - 60
+    grown.save(tmp_path / "index")
+    grown = Searcher(scorer, TicketIndex.load(tmp_path / "index"), bundle)
+    for a, b in zip(grown.search(parts.corpus.queries, 10), whole.search(parts.corpus.queries, 10)):
+        assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits]       # BM25's statistics moved with the pool
+        assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
+    with pytest.raises(DataError, match="'T00001' is already in the index"):
+        grown.add(tickets.head(1))
+
+
+def queries(*texts: tuple[str, str]) -> pl.DataFrame:
+    return pl.DataFrame([(f"q{i}", s, d) for i, (s, d) in enumerate(texts)], schema=QUERY_SCHEMA, orient="row")
+
+
+def test_bad_queries_get_clear_answers_never_a_crash_or_a_silent_wrong_answer(searchers, parts):
+    searcher = searchers["all"][2]
+    with pytest.raises(DataError, match="subject and description are both empty"):
+        searcher.search(queries(("pump leaks", ""), ("  ", "")))
+    with pytest.raises(DataError, match="k = 0: ask for at least 1"):
+        searcher.search(queries(("pump leaks", "")), k=0)
+    unknown, = searcher.search(queries(("xqzzv wrrbl", "plonkish gfrt")), k=3)
+    assert len(unknown.hits) == 3 and "no word of the query (xqzzv, wrrbl, plonkish, gfrt)" in unknown.warnings[0]
+    everything, = searcher.search(queries(("pump leaking oil", "")), k=1000)
+    n = parts.corpus.tickets.height
+    assert len(everything.hits) == n and everything.warnings == (f"k = 1000, but the knowledge base holds {n} tickets: "
+                                                                 "all of them are listed",)
+    assert everything.hits[0].reasons["words"] and "pump" in everything.hits[0].reasons["words"]
+
+
+def test_an_index_built_with_other_weights_is_refused_by_its_hash(searchers, parts, tmp_path):
+    searcher = searchers["all"][2]
+    retrained = make_bundle(tmp_path / "retrained", parts, "all", seed=1)   # the same configuration, other weights
+    with pytest.raises(IndexMismatch, match=r"built with other model weights .* Rebuild it"):
+        Searcher(Scorer.load(retrained), searcher.index, retrained)
+
+
+def test_the_end_user_shares_count_queries_with_at_least_n_correct_tickets():
+    from ticketsim.search.enduser import shares
+
+    gold = pl.DataFrame({"query_id": ["a", "a", "a", "b", "b"], "ticket_id": ["t1", "t2", "t3", "t1", "t4"],
+                         "label": [5, 5, 3, 3, 3]})
+    result = shares({"a": ["t1", "t3", "t9", "t2"], "b": ["t9", "t4"], "c": []}, gold)
+    assert result["yes"] == pytest.approx({"at_least_1": 1 / 3, "at_least_2": 1 / 3, "at_least_3": 0.0})
+    assert result["yes_or_rel"] == pytest.approx({"at_least_1": 2 / 3, "at_least_2": 1 / 3, "at_least_3": 1 / 3})

@@ -1,0 +1,72 @@
+"""`ticketsim search`, `ticketsim index build` and `index add` on a tiny bundle: a table, JSON, a queries file, and a
+clear message with the documented exit code for every kind of bad input."""
+import json
+
+import polars as pl
+import pytest
+from search_bundle import make_bundle
+
+from ticketsim.cli import BAD_INPUT, ERROR, OK, main
+
+
+@pytest.fixture(scope="module")
+def workspace(search_parts, tmp_path_factory):
+    """A '22' bundle (no channel S: quick to load), its index of all but the last 10 tickets, and those 10 as a CSV."""
+    root = tmp_path_factory.mktemp("cli")
+    bundle = make_bundle(root / "bundle", search_parts, "22")
+    tickets = search_parts.corpus.tickets
+    tickets.head(-10).write_csv(root / "tickets.csv")
+    tickets.tail(10).write_csv(root / "new.csv")
+    assert main(["index", "build", "--model", str(bundle), "--index", str(root / "index"), "--tickets", str(root / "tickets.csv")]) == OK
+    return root, ["--model", str(bundle), "--index", str(root / "index")]
+
+
+def test_a_typed_query_gets_a_table_with_scores_solutions_and_reasons(workspace, capsys):
+    _, where = workspace
+    assert main(["search", *where, "--subject", "pump leaking oil", "--description", "oil under the feed pump", "-k", "3"]) == OK
+    out = capsys.readouterr().out
+    assert "rank  ticket" in out and out.count("why: topics") == 3 and "solution (first line)" in out
+
+
+def test_json_and_a_queries_file(workspace, capsys, tmp_path):
+    root, where = workspace
+    (tmp_path / "queries.jsonl").write_text('{"subject": "fan noise", "description": ""}\n'
+                                            '{"query_id": "Q7", "subject": "", "description": "plc offline, no comms"}\n')
+    assert main(["search", *where, "--queries", str(tmp_path / "queries.jsonl"), "-k", "2", "--json"]) == OK
+    answers = json.loads(capsys.readouterr().out)
+    assert [a["query_id"] for a in answers] == ["1", "Q7"] and all(len(a["hits"]) == 2 for a in answers)
+    hit = answers[0]["hits"][0]
+    assert set(hit) == {"rank", "ticket_id", "score", "calibrated", "subject", "solution", "reasons"} and 1 <= hit["calibrated"] <= 5
+
+
+def test_bad_input_is_refused_with_a_message_and_its_exit_code(workspace, search_parts, capsys, tmp_path):
+    root, where = workspace
+    assert main(["search", *where, "--subject", " ", "--description", ""]) == BAD_INPUT
+    assert "subject and description are both empty" in capsys.readouterr().err
+    (tmp_path / "latin1.csv").write_bytes("subject,description\nPumpe überhitzt,\n".encode("latin-1"))
+    assert main(["search", *where, "--queries", str(tmp_path / "latin1.csv")]) == BAD_INPUT
+    assert "latin1.csv:2: bytes that are not UTF-8" in capsys.readouterr().err
+    assert main(["search", *where, "--subject", "xqzzv wrrbl", "-k", "500"]) == OK     # answered, with notes saying why
+    out = capsys.readouterr().out
+    assert "note: k = 500, but the knowledge base holds" in out and "note: no word of the query (xqzzv, wrrbl)" in out
+    with pytest.raises(SystemExit) as usage:
+        main(["search", *where, "--subject", "pump", "-k", "0"])
+    assert usage.value.code == ERROR and "expected a whole number of at least 1" in capsys.readouterr().err
+    other = make_bundle(tmp_path / "other", search_parts, "22", seed=5)
+    assert main(["search", "--model", str(other), "--index", str(root / "index"), "--subject", "pump"]) == ERROR
+    assert "built with other model weights" in capsys.readouterr().err
+    assert main(["search", "--model", str(tmp_path / "nowhere"), "--index", str(root / "index"), "--subject", "pump"]) == ERROR
+    assert "not a model bundle (no manifest.json)" in capsys.readouterr().err
+
+
+def test_index_add_appends_tickets_and_refuses_known_ids(workspace, capsys):
+    root, where = workspace
+    before = pl.read_parquet(root / "index" / "tickets.parquet").height
+    assert main(["index", "add", str(root / "new.csv"), *where]) == OK
+    assert "added 10 tickets" in capsys.readouterr().out
+    assert pl.read_parquet(root / "index" / "tickets.parquet").height == before + 10
+    assert main(["index", "add", str(root / "new.csv"), *where]) == BAD_INPUT
+    assert "is already in the index" in capsys.readouterr().err
+    new_id = pl.read_csv(root / "new.csv")["ticket_id"][0]
+    assert main(["search", *where, "--subject", pl.read_csv(root / "new.csv")["subject"][0], "-k", "10", "--json"]) == OK
+    assert new_id in [h["ticket_id"] for h in json.loads(capsys.readouterr().out)[0]["hits"]]
