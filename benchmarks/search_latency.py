@@ -2,43 +2,42 @@
 the model, (c) one read pass over the index's memory, the physical floor; index build time and memory per ticket; query
 encoding throughput on 1 and 2 threads.
 
-    python benchmarks/search_latency.py [--sizes 10000 100000 300000] [--model models/default/bundle] [--repeat 5]
+    python benchmarks/search_latency.py [--sizes 10000 100000 1000000] [--model models/default/bundle]
+                                        [--index models/default/index] [--repeat 5]
 
-Ticket vectors are random at the real folded dimension (the final variant's level pairs x (h + E + T + S), from
-params.yaml): an exact scan costs the same whatever the values. (b) and the encoding figures use the real bundle on the
-synthetic corpus's texts: (b) is measured on a sample of tickets paired with one query and extrapolated linearly (each
-pair encodes its ticket through every channel; nothing is shared between pairs). A size whose float32 vectors would not
-fit in memory is skipped with a note (1M x 5,304 dims is 21 GB); search time grows linearly with the tickets.
+The knowledge base of each size is the real index's tickets repeated: their folded vectors with noise that puts two
+copies as far apart as real neighbours, their words as they are (BM25 sees real postings, and a query's best words are
+shared by every copy of a ticket, a hard case for the lexical bounds). The queries are end-user queries encoded by the
+bundle. (b) is measured on a sample of tickets paired with one query and extrapolated linearly (each pair encodes its
+ticket through every channel; nothing is shared between pairs). A size whose float32 vectors would not fit in memory is
+skipped with a note. FAISS and numpy run on one thread.
 """
 import argparse
 import os
 import statistics
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import faiss
 import numpy as np
 import polars as pl
 import torch
-import yaml
 
+from ticketsim.channels.cache import component_tokens
+from ticketsim.channels.lexical import QUERY_LEVEL, LexicalIndex
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import PAIR_SCHEMA, Corpus
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import Layout, encode_side
+from ticketsim.search.index import TicketIndex
 from ticketsim.search.topk import exact_top_k, flat_vectors
 
-K, CHUNK, S_DIM = 10, 8192, 384   # S: all-MiniLM-L6-v2, the default sentence.model
-
-
-def folded_dim(params: dict) -> int:
-    """Level pairs with V > 0 times the summed dimensions of the final variant's dense channels."""
-    variant, embedding = params["siamese"]["variants"][params["siamese"]["final"]], params["embedding"]
-    dims = {"h": params["siamese"]["hidden"], "E": embedding["word2vec"]["dim"] + 2 * embedding["char_blstm"]["hidden"],
-            "T": params["topics"]["n_topics"], "S": S_DIM}
-    return sum(1 for v in variant["levels"].values() if v) * sum(dims[c] for c, w in variant["channels"].items() if w and c in dims)
+K, CHUNK = 10, 8192
+READS = {  # (c) every byte of the index read once, on one thread; the fastest of these is the floor
+    "max of the bytes as int32": lambda vectors: vectors.reshape(-1).view(np.int32).max(),
+    "column sums": lambda vectors: np.add.reduce(vectors, axis=0),
+}
 
 
 def median_seconds(run, repeat: int) -> float:
@@ -51,44 +50,71 @@ def median_seconds(run, repeat: int) -> float:
     return statistics.median(times)
 
 
-def random_index(n: int, dim: int, rng: np.random.Generator) -> tuple[faiss.IndexFlat, float]:
-    """An IndexFlat (L1) of n random vectors, filled CHUNK rows at a time (no second copy); the seconds spent in add()."""
-    index, seconds = faiss.IndexFlat(dim, faiss.METRIC_L1), 0.0
+def repeated(real: TicketIndex, n: int, rng: np.random.Generator) -> tuple[faiss.IndexFlat, float, LexicalIndex, float]:
+    """n tickets: the real ones over and over; (index, seconds in add(), BM25 over their words, seconds). Each copy's vector
+    gets noise of the size that puts two copies of a ticket as far apart as a real ticket is from its nearest neighbour
+    (the median): more tickets of the same kinds, not clones (E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies)."""
+    vectors, seconds = flat_vectors(real.vectors), 0.0
+    nearest = float(np.median(real.vectors.search(vectors, 2)[0][:, 1]))
+    noise = nearest * np.sqrt(np.pi) / (2 * vectors.shape[1])
+    index = faiss.IndexFlat(real.vectors.d, faiss.METRIC_L1)
     for start in range(0, n, CHUNK):
-        block = rng.standard_normal((min(CHUNK, n - start), dim), dtype=np.float32)
+        rows = np.arange(start, min(n, start + CHUNK)) % len(vectors)
+        block = vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32)
         started = time.perf_counter()
         index.add(block)
         seconds += time.perf_counter() - started
-    return index, seconds
+    words = real.tickets["words"].to_list()
+    started = time.perf_counter()
+    lexical = LexicalIndex.build(tuple(map(str, range(n))), [words[i % len(words)] for i in range(n)], real.bm25.k1, real.bm25.b)
+    return index, seconds, lexical, time.perf_counter() - started
 
 
 def numpy_top_k(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """(a) brute force in numpy, CHUNK rows at a time (a whole N x dim temporary would not fit)."""
+    """(a) brute force in numpy, CHUNK rows at a time (a whole n x dim temporary would not fit)."""
     distances = np.concatenate([np.abs(vectors[s:s + CHUNK] - query).sum(1) for s in range(0, len(vectors), CHUNK)])
     best = np.argpartition(distances, K)[:K]
     return best[np.argsort(distances[best])]
 
 
-def read_pass(vectors: np.ndarray) -> None:
-    """(c) every byte of the index read once: column sums stream the rows through the vector units."""
-    np.add.reduce(vectors, axis=0)
+def measure(real: TicketIndex, n: int, queries: np.ndarray, words: list[list[str]], rng: np.random.Generator,
+            repeat: int) -> dict[str, float]:
+    """Seconds: building n tickets, then per query (median): the search with L, dense only, (a) numpy, (c) the floor."""
+    index, add_seconds, lexical, bm25_seconds = repeated(real, n, rng)
+    vectors, order, weight = flat_vectors(index), np.arange(n), real.layout.lexical_weight
+    rounds = []
+
+    def search(i: int, dense_only: bool = False) -> np.ndarray:
+        if dense_only:
+            return exact_top_k(index, queries[i], K, order)[0]
+        counted = Counting(index)
+        rows = exact_top_k(counted, queries[i], K, order, lexical.scores(("q",), [words[i]]).distances()[0], weight)[0]
+        rounds.append(counted.calls)
+        return rows
+
+    picks = iter(range(10**9))
+    with_l = median_seconds(lambda: search(next(picks) % len(queries)), repeat)
+    dense = median_seconds(lambda: search(next(picks) % len(queries), dense_only=True), repeat)
+    query32 = queries[0].astype(np.float32)
+    brute = median_seconds(lambda: numpy_top_k(vectors, query32), repeat)
+    floor = min(median_seconds(lambda: read(vectors), repeat) for read in READS.values())
+    assert set(numpy_top_k(vectors, query32)) == set(search(0, dense_only=True))
+    return {"add": add_seconds, "bm25_build": bm25_seconds, "with_l": with_l, "dense": dense, "numpy": brute, "floor": floor,
+            "rounds": max(rounds)}
 
 
-def measure(n: int, dim: int, rng: np.random.Generator, repeat: int) -> tuple[float, float, float, float]:
-    """Seconds: add() of n random tickets, then per query: our exact top-10, (a) numpy, (c) the read pass."""
-    index, add_seconds = random_index(n, dim, rng)
-    vectors, order = flat_vectors(index), np.arange(n)
-    queries = iter(rng.standard_normal((repeat + 1, dim)))
-    ours = median_seconds(lambda: exact_top_k(index, next(queries), K, order), repeat)
-    query = rng.standard_normal(dim, dtype=np.float32)
-    brute = median_seconds(lambda: numpy_top_k(vectors, query), repeat)
-    floor = median_seconds(lambda: read_pass(vectors), repeat)
-    assert set(numpy_top_k(vectors, query)) == set(exact_top_k(index, query.astype(np.float64), K, order)[0])
-    return add_seconds, ours, brute, floor
+class Counting:
+    """The index, counting the scans the threshold algorithm asks for."""
 
+    def __init__(self, index: faiss.IndexFlat):
+        self.index, self.calls, self.ntotal, self.d = index, 0, index.ntotal, index.d
 
-def synthetic_texts(n_tickets: int) -> Corpus:
-    return generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=64, n_enduser_queries=0), seed=7)
+    def search(self, x: np.ndarray, k: int):
+        self.calls += 1
+        return self.index.search(x, k)
+
+    def get_xb(self):
+        return self.index.get_xb()
 
 
 def pair_seconds(scorer: Scorer, corpus: Corpus, n: int) -> float:
@@ -96,8 +122,7 @@ def pair_seconds(scorer: Scorer, corpus: Corpus, n: int) -> float:
     tickets = corpus.tickets.head(n)
     pairs = pl.DataFrame({"query_id": [corpus.queries["query_id"][0]] * n, "ticket_id": tickets["ticket_id"],
                           "label": [None] * n, "split": ["test"] * n, "source_rank": [None] * n}, schema=PAIR_SCHEMA)
-    one = Corpus(tickets, corpus.queries.head(1), pairs)
-    return median_seconds(lambda: scorer.score(one, pool=False), 1) / n
+    return median_seconds(lambda: scorer.score(Corpus(tickets, corpus.queries.head(1), pairs), pool=False), 1) / n
 
 
 def encoding_rate(scorer: Scorer, queries: pl.DataFrame, threads: int, batch: int) -> float:
@@ -106,41 +131,46 @@ def encoding_rate(scorer: Scorer, queries: pl.DataFrame, threads: int, batch: in
     layout = Layout.of(scorer)
     torch.set_num_threads(threads)
     calls = [queries.slice(s, batch) for s in range(0, queries.height, batch)]
-    seconds = median_seconds(lambda: [encode_side(scorer, layout, part, "queries") for part in calls], 1)
-    return queries.height / seconds
+    return queries.height / median_seconds(lambda: [encode_side(scorer, layout, part, "queries") for part in calls], 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
-    parser.add_argument("--model", default="models/default/bundle", help="a bundle, for (b) and the encoding figures")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--model", default="models/default/bundle")
+    parser.add_argument("--index", default="models/default/index", help="built with --model: its tickets are repeated")
     parser.add_argument("--repeat", type=int, default=5, help="queries timed per size (the median counts)")
     parser.add_argument("--sample", type=int, default=64, help="tickets scored through the model for (b)")
     args = parser.parse_args()
-    dim = folded_dim(yaml.safe_load(Path("params.yaml").read_text()))
     faiss.omp_set_num_threads(1)
+    torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    scorer, texts = Scorer.load(args.model), synthetic_texts(max(args.sample, 100))
+    scorer, real = Scorer.load(args.model), TicketIndex.load(args.index)
+    texts = generate(SyntheticConfig(n_tickets=max(args.sample, 100), n_labeled_queries=0, n_enduser_queries=64), seed=7)
+    tokens, queries = encode_side(scorer, real.layout, texts.queries, "queries")
+    words = component_tokens(tokens, QUERY_LEVEL)
     per_pair = pair_seconds(scorer, texts, args.sample)
     free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    print(f"folded dimension {dim} ({4 * dim / 1024:.1f} KiB per ticket in float32); FAISS on 1 thread; median of "
-          f"{args.repeat} queries\n")
-    print("| tickets | index GB | build (add) s | FAISS top-10 ms | (a) numpy ms | (b) model s | (c) read pass ms "
-          "| FAISS / floor | numpy / FAISS | model / FAISS |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    dim = real.vectors.d
+    print(f"{dim} dimensions ({4 * dim / 1024:.1f} KiB per ticket in float32), L weighed {real.layout.lexical_weight:.2f}; "
+          f"median of {args.repeat} queries; one thread\n")
+    print("| tickets | index GB | add s | BM25 s | top-10 with L ms | dense top-10 ms | (a) numpy ms | (b) model s "
+          "| (c) floor ms | with L / floor | dense / floor | numpy / dense | model / with L | TA rounds |")
+    print("|" + " ---: |" * 15)
     for n in args.sizes:
         size = 4 * n * dim
         if size > 0.6 * free:
-            print(f"| {n:,} | {size / 1e9:.1f} | – | does not fit: {free / 1e9:.0f} GB free | | | | | | |")
+            print(f"| {n:,} | {size / 1e9:.1f} | does not fit: {free / 1e9:.0f} GB free |" + " |" * 12)
             continue
-        add_seconds, ours, brute, floor = measure(n, dim, rng, args.repeat)
+        m = measure(real, n, queries, words, rng, args.repeat)
         model = per_pair * n
-        print(f"| {n:,} | {size / 1e9:.2f} | {add_seconds:.1f} | {1e3 * ours:.1f} | {1e3 * brute:.1f} | {model:.0f} | "
-              f"{1e3 * floor:.1f} | {ours / floor:.2f} | {brute / ours:.1f} | {model / ours:,.0f} |")
-    print(f"\n(b) {1e3 * per_pair:.1f} ms per pair, measured on {args.sample} tickets of the synthetic corpus with {args.model}")
-    queries = texts.queries.head(64)
+        print(f"| {n:,} | {size / 1e9:.2f} | {m['add']:.1f} | {m['bm25_build']:.1f} | {1e3 * m['with_l']:.1f} | "
+              f"{1e3 * m['dense']:.1f} | {1e3 * m['numpy']:.0f} | {model:,.0f} | {1e3 * m['floor']:.1f} | "
+              f"{m['with_l'] / m['floor']:.2f} | {m['dense'] / m['floor']:.2f} | {m['numpy'] / m['dense']:.1f} | "
+              f"{model / m['with_l']:,.0f} | {m['rounds']} |")
+    print(f"\n(b) {1e3 * per_pair:.0f} ms per pair, measured on {args.sample} tickets of the synthetic corpus with {args.model}")
     for threads in (1, 2):
-        one, batched = encoding_rate(scorer, queries, threads, 1), encoding_rate(scorer, queries, threads, 64)
+        one, batched = encoding_rate(scorer, texts.queries, threads, 1), encoding_rate(scorer, texts.queries, threads, 64)
         print(f"query encoding, {threads} thread(s): {one:.1f} queries/s one at a time ({1e3 / one:.0f} ms each), "
               f"{batched:.1f} queries/s in batches of 64")
 

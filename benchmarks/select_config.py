@@ -46,10 +46,15 @@ def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str
             "seconds": round(seconds, 1)}
 
 
+def dev_run(problem: Problem, scores: np.ndarray) -> pl.DataFrame:
+    """per_query of the dev pairs, from the scores of every pair of the problem."""
+    dev = problem.pairs["split"] == "dev"
+    return per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.evaluation.depth)
+
+
 def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm) -> dict:
     """Cross-validated for the first cv_seeds seeds, trained on train and early-stopped on dev for every seed."""
     variant, started = problem.siamese.variants[name], time.perf_counter()
-    dev = problem.pairs["split"] == "dev"
     cv_runs, dev_runs = [], []
     for seed in seeds[:cv_seeds]:
         bar.set_postfix(configuration=name, seed=seed)
@@ -58,17 +63,16 @@ def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds:
     for seed in seeds:
         bar.set_postfix(configuration=name, seed=seed)
         _, _, scores = train_variant(replace(problem, seed=seed), variant, problem.siamese.hidden, epochs)
-        dev_runs.append(per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.evaluation.depth))
+        dev_runs.append(dev_run(problem, scores))
         bar.update(1)
     return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
 
 
 def untrained(problem: Problem, scores: np.ndarray, folds: int, seeds: list[int]) -> dict:
     """The same figures for pair scores that need no training: the folds of each seed, one dev run."""
-    started, dev = time.perf_counter(), problem.pairs["split"] == "dev"
-    by_query = per_query(problem.pairs, scores, problem.evaluation.depth)
-    dev_run = per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.evaluation.depth)
-    return summary([with_folds(by_query, folds, seed) for seed in seeds], [dev_run], "untrained", time.perf_counter() - started)
+    started, by_query = time.perf_counter(), per_query(problem.pairs, scores, problem.evaluation.depth)
+    return summary([with_folds(by_query, folds, seed) for seed in seeds], [dev_run(problem, scores)], "untrained",
+                   time.perf_counter() - started)
 
 
 def baseline_scores(problem: Problem, params) -> dict[str, np.ndarray]:

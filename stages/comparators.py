@@ -8,6 +8,9 @@ from pathlib import Path
 
 import torch
 
+from ticketsim.channels.char_blstm import load_checkpoint
+from ticketsim.channels.sumemb import word_vectors
+from ticketsim.channels.word2vec import load_vectors
 from ticketsim.comparison import compare, title
 from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
@@ -35,12 +38,7 @@ def main() -> None:
               "stopwords": cfg.stopwords, "train": asdict(cfg.training(args.model))}
     torch.set_num_threads(cfg.threads)
 
-    def pretrained_vectors(words):
-        # imported here: gensim and the char-BLSTM cost the letter-trigram models a second they never use
-        from ticketsim.channels.char_blstm import load_checkpoint
-        from ticketsim.channels.sumemb import word_vectors
-        from ticketsim.channels.word2vec import load_vectors
-
+    def pretrained_vectors(words):   # called for the word-level models only: letter-trigram ones never load word2vec
         return word_vectors(list(words), load_vectors(args.word2vec), load_checkpoint(args.char_blstm))
 
     with stage_run(params.tracking, "comparators", args.dataset, logged, name=f"comparators#{args.model}@{args.dataset}",

@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     with stage_run(params.tracking, "index", args.dataset, {"variant": params.siamese.final},
-                   tags={"variant": params.siamese.final}, raw=params.dataset(args.dataset).raw), \
+                   tags={"variant": params.siamese.final}, corpus=args.corpus, raw=params.dataset(args.dataset).raw), \
             tempfile.TemporaryDirectory() as scratch:
         bundle = final_bundle(Path(scratch) / "bundle", params, args.model, args.word2vec, args.char_blstm, args.docnade)
         scorer, corpus = Scorer.load(bundle), Corpus.read(args.corpus)

@@ -86,7 +86,7 @@ def test_the_models_read_content_words_only(dataset):
 
 def test_a_model_takes_the_shared_text_lengths_and_its_own_training_values():
     cfg = ComparatorsConfig(models={"hrde": {"hidden": 8, "train": {"lr": 3}}, "rde": {"ticket_tokens": 50}})
-    assert cfg.settings("hrde") == {"query_tokens": 30, "ticket_tokens": 200, "hidden": 8}
+    assert cfg.settings("hrde") == {"query_tokens": 40, "ticket_tokens": 200, "hidden": 8}
     assert cfg.settings("rde")["ticket_tokens"] == 50 and cfg.training("rde") == cfg.train
     assert cfg.training("hrde") == replace(cfg.train, lr=3.0)
     with pytest.raises(ConfigError, match=r"comparators.models.bad.train: unknown key\(s\) \['lr_'\]"):

@@ -62,7 +62,8 @@ def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monk
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
     metrics = tmp_path / "metrics" / "default" / "siamese" / "final.json"  # the final (tuned) stage's, as registered
     metrics.parent.mkdir(parents=True)
-    metrics.write_text(json.dumps({"#22-tuned": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
+    final = load_params(REPO / "params.yaml").siamese.final
+    metrics.write_text(json.dumps({f"#{final}-tuned": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
     (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/siamese/final.json\n")
     subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "champion metrics"], cwd=tmp_path, check=True)

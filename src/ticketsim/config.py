@@ -302,7 +302,7 @@ class TunedVariant:
 class TextLengths:
     """Tokens the comparators read of each text; a model's own query_tokens / ticket_tokens override them."""
 
-    query: int = 30                 # SUB1 + DESC1
+    query: int = 40                 # SUB1 + DESC1
     ticket: int = 200               # SUB2 + DESC2 + SOL2 (HRDE reads chunks: its chunk_tokens and max_chunks)
 
 

@@ -128,7 +128,7 @@ class Scorer:
     @cached_property
     def sentence_encoder(self) -> SentenceEncoder:
         """Loaded on first use, once: a searcher encodes one query at a time."""
-        from ticketsim.channels.sentence import configured_encoder  # sentence-transformers only when S is weighed
+        from ticketsim.channels.sentence import configured_encoder
 
         return configured_encoder(self.sentence)
 
@@ -146,13 +146,11 @@ class Scorer:
             channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
         if metric.channels.get("T"):
             channels.append(topic_vectors(tokens, self.topics))
-        sentence = next((v for v in cached if v.channel == "S"), None)
-        if metric.channels.get("S") and sentence is None:
-            from ticketsim.channels.sentence import sentence_channel
-
-            sentence = sentence_channel(corpus, self.sentence, progress=False, encoder=self.sentence_encoder)[0]
         if metric.channels.get("S"):
-            channels.append(sentence)
+            from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is weighed
+
+            given = [v for v in cached if v.channel == "S"]
+            channels.append(given[0] if given else sentence_channel(corpus, self.sentence, False, self.sentence_encoder)[0])
         if not lexical:
             metric = replace(metric, channels={c: w for c, w in metric.channels.items() if c != "L"})
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25)

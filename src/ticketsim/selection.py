@@ -55,6 +55,7 @@ def cross_validate(problem: Problem, variant: VariantConfig, k: int = 5, seed: i
     parts = []
     for held_out in range(k):
         pairs = fold_pairs(problem.pairs, folds, held_out)
+        # The problem's channel scales stay those of its own train split: vectors only, no label of a held-out query.
         _, _, scores = train_variant(replace(problem, pairs=pairs, seed=seed), variant, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
         parts.append(per_query(pairs.filter(scored), scores[scored], problem.evaluation.depth).with_columns(fold=pl.lit(held_out)))

@@ -494,7 +494,7 @@ def tune_command(args: argparse.Namespace) -> int:
     params, data = load_params(args.params), f"data/{args.dataset}"
     params.dataset(args.dataset)
     base = Path(f"models/{args.dataset}/{params.siamese.final}")   # the siamese stage's model, when it has run
-    channels = [f"{data}/channels/{c}.npz" for c in ("E", "T", "S")]
+    channels = [str(path) for c in ("E", "T", "S") if (path := Path(f"{data}/channels/{c}.npz")).is_file()]
     result = run(params, args.dataset,
                  lambda: stage_problem(params, args.dataset, f"{data}/prepared", f"{data}/tokens", f"{data}/channels/word2vec.kv",
                                        f"{data}/channels/char_blstm.pt", channels),

@@ -6,6 +6,9 @@ and returns a score in (0, 1) per pair, so `ticketsim.train.fit` trains every on
     model = build_comparator("hrde-ltc", {"hidden": 64}, words, word_table, training_texts(tokens, train_pairs))
     predict = pair_predictor(model, tokens, pairs, words)
     fit(model, predict, rescale(labels), train_rows, dev_rows, train_cfg, seed, loss=softmax, groups=query_groups(pairs))
+    pool = score_pool(model, tokens, words, query_ids, ticket_ids)    # each text encoded once, then matched
+
+ticketsim.comparison runs this for one configured comparator on one dataset.
 """
 from __future__ import annotations
 
@@ -139,14 +142,16 @@ def score_pool(model: Comparator, tokens: Tokens, words: Sequence[str], query_id
     """(len(query_ids), len(ticket_ids)) float64 scores of every query against every ticket, in eval mode: each text is
     encoded once, then the encodings are matched, batch_size pairs at a time (the pairs' scores, at a fraction of
     the cost of pair_predictor on the cross join)."""
+    n = len(ticket_ids)
+    if not len(query_ids) or not n:
+        return np.zeros((len(query_ids), n))
     was_training = model.training
     model.eval()
     queries = encode_texts(model, tokens.queries, "query_id", query_ids, QUERY, words, batch_size)
     tickets = encode_texts(model, tokens.tickets, "ticket_id", ticket_ids, TICKET, words, batch_size)
-    n = len(ticket_ids)
     scores = [model.match(take(queries, rows // n), take(tickets, rows % n)) for rows in torch.arange(len(query_ids) * n).split(batch_size)]
     model.train(was_training)
-    return torch.cat([torch.zeros(0), *scores]).double().view(len(query_ids), n).numpy()
+    return torch.cat(scores).double().view(len(query_ids), n).numpy()
 
 
 def encode_texts(model: Comparator, frame: pl.DataFrame, column: str, ids: Sequence[str], side: int, words: Sequence[str],
