@@ -8,7 +8,7 @@ import torch
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import idf, lexical_scores
 from ticketsim.config import TrainConfig, VariantConfig
-from ticketsim.experiment import Inputs, loss_and_groups, rank_distances
+from ticketsim.experiment import Inputs, loss_and_groups, metric_of, pair_predictor, rank_distances
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
@@ -80,8 +80,6 @@ def toy(seed: int = 0):
 
 
 def train_fusion(variant: VariantConfig, seed: int = 0) -> tuple[SiameseLSTM, list[float]]:
-    from ticketsim.experiment import metric_of, pair_predictor
-
     inputs, pairs = toy()
     torch.manual_seed(seed)
     model = SiameseLSTM(SiameseConfig(vocab_size=1, word_dim=2, char_dim=2, hidden=2), learn=metric_of(variant))
