@@ -25,6 +25,8 @@ EXIT_CODES = f"""exit codes:
 
 
 def validate_command(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from ticketsim.config import DatasetConfig, load_params
     from ticketsim.data.sources import load_corpus, read_dataset
     from ticketsim.data.validate import DataError, IntakeReport
@@ -32,7 +34,14 @@ def validate_command(args: argparse.Namespace) -> int:
     report = IntakeReport()
     try:
         if args.csv:
-            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv), report)
+            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv, columns=args.columns), report)
+        elif args.columns:
+            dataset = load_params(args.params).dataset(args.dataset)
+            if dataset.source != "csv":
+                print(f"--columns reads `source: csv` exports; datasets.{args.dataset} has source {dataset.source!r}",
+                      file=sys.stderr)
+                return ERROR
+            read_dataset(dataclasses.replace(dataset, columns=args.columns), report)
         else:
             load_corpus(load_params(args.params), args.dataset, report)
     except DataError as error:
@@ -190,7 +199,7 @@ def index_build_command(args: argparse.Namespace) -> int:
     from ticketsim.scorer import Scorer
     from ticketsim.search.index import build_index, model_hash
 
-    tickets = read_records(args.tickets, "tickets")
+    tickets = read_records(args.tickets, "tickets", args.columns)
     index = build_index(Scorer.load(args.model), model_hash(args.model), tickets)
     index.save(args.index)
     print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index}")
@@ -201,7 +210,7 @@ def index_add_command(args: argparse.Namespace) -> int:
     from ticketsim.data.csvsource import read_records
     from ticketsim.search.searcher import Searcher
 
-    tickets = read_records(args.file, "tickets")
+    tickets = read_records(args.file, "tickets", args.columns)
     searcher = Searcher.load(args.model, args.index)
     added = searcher.add(tickets)
     searcher.index.save(args.index)
@@ -308,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
     for command in (validate, evaluate, export, add, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
+    for command in (validate, build_parser, grow):
+        command.add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
+                             "mapping .yaml (docs/helpdesk-data.md); validate: instead of the dataset's own")
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -35,6 +35,21 @@ class SyntheticConfig:
 
 
 @dataclass(frozen=True)
+class ColumnMapping:
+    """How an export names its columns (ticketsim.data.columns applies it; docs/helpdesk-data.md): per table, field ->
+    the source column, or the columns joined in order into a text field. A field not named reads its own column.
+
+    `use` starts from a ready-made mapping (jira, servicenow, zendesk, otrs) and the keys given here replace its own."""
+
+    tickets: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    queries: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    pairs: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    html: bool | None = None        # text fields hold HTML: keep the text a browser shows (None: as `use`, else no)
+    strip: dict[str, str] = field(default_factory=dict)   # source column -> a regex whose matches are removed from it
+    use: str | None = None
+
+
+@dataclass(frozen=True)
 class DatasetConfig:
     """One dataset: where its raw files are and how to read them. Paths in train/dev/test are relative to raw."""
 
@@ -46,6 +61,7 @@ class DatasetConfig:
     test: str | None = None
     test_gold: str | None = None
     split: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.3})
+    columns: str | ColumnMapping | None = None   # csv: a ready-made mapping's name, a mapping file (.yaml), or a mapping
 
     def path(self, name: str) -> Path:
         return Path(self.raw) / name
@@ -336,6 +352,17 @@ def load_tuned(path: str | Path) -> TunedVariant:
     return build(TunedVariant, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
 
 
+def load_columns(path: str | Path) -> ColumnMapping:
+    """A column mapping file: the keys of ColumnMapping, as under `datasets.<name>.columns`."""
+    try:
+        values = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: the column mapping file cannot be read ({error.strerror or error})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    return build(ColumnMapping, values or {}, str(path))
+
+
 @dataclass(frozen=True)
 class Params:
     seed: int
@@ -368,6 +395,10 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ConfigError(f"{path}: datasets: at least one dataset is required")
     built = {name: build(DatasetConfig, {"name": name, **with_default_files(spec or {})}, f"{path}: datasets.{name}")
              for name, spec in datasets.items()}
+    for name, dataset in built.items():
+        if dataset.columns is not None and dataset.source != "csv":
+            raise ConfigError(f"{path}: datasets.{name}.columns: a column mapping reads `source: csv` exports, "
+                              f"not {dataset.source!r}")
     return build(Params, {**raw, "datasets": built}, str(path))
 
 
@@ -400,7 +431,13 @@ def coerce(hint: Any, value: Any, where: str) -> Any:
     if origin in (types.UnionType, typing.Union):
         if value is None and type(None) in args:
             return None
-        return coerce(next(a for a in args if a is not type(None)), value, where)
+        errors = []
+        for option in (a for a in args if a is not type(None)):   # the first that fits: 'jira' a str, {...} a mapping
+            try:
+                return coerce(option, value, where)
+            except ConfigError as error:
+                errors.append(str(error))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: {value!r} fits none of: " + "; ".join(errors))
     if origin is Literal:
         if value not in args:
             raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")

@@ -1,6 +1,8 @@
 """The CSV/JSONL layout: a folder with tickets, queries and pairs files, read with line-level origins and written back.
 
-This is the user's own export (`source: csv`) and also the layout the synthetic generator writes.
+This is the user's own export (`source: csv`) and also the layout the synthetic generator writes. A column mapping
+(ticketsim.data.columns) reads a help desk's export whose columns are named otherwise: only the fields it gives are
+kept, and a column its text fields join may repeat in the header.
 
 Fields may be as long as the file (a pasted log in a description reads as it does from JSONL). A header that names
 one column twice is refused (one copy's values would be lost), except blank names (trailing commas of a spreadsheet).
@@ -16,6 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
+from ticketsim.config import ColumnMapping
+from ticketsim.data.columns import TableColumns, csv_values, described, json_values, resolve
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_utf8, require_columns, shorten, validate
 
@@ -47,39 +51,72 @@ def table_file(directory: Path, table: str) -> Path:
     return found[0]
 
 
-def read_table(path: Path, table: str) -> pl.DataFrame:
+def read_table(path: Path, table: str, mapping: ColumnMapping | None = None) -> pl.DataFrame:
     """All columns as strings, plus `origin` = 'file:line' of each record.
 
     Known columns come first, absent optional ones as nulls; any other column the file has is kept after them, so a
     rewrite (table_text) loses nothing. validate() conforms the Corpus tables to their schema, which drops them.
+    With a mapping that renames the table's columns, its fields only, read as the mapping says.
     """
     text = read_utf8(path)
-    records = read_jsonl(text, path, REQUIRED[table]) if path.suffix == ".jsonl" else read_csv(text, path, REQUIRED[table])
-    known = REQUIRED[table] + OPTIONAL[table]
-    columns = known + tuple(dict.fromkeys(c for r in records for c in r if c not in known and c != ORIGIN))
+    mapped = TableColumns.of(mapping, table, REQUIRED[table], OPTIONAL[table])
+    if mapped is not None:
+        records = read_mapped(text, path, mapped)
+        columns = mapped.fields
+    else:
+        records = read_jsonl(text, path, REQUIRED[table]) if path.suffix == ".jsonl" else read_csv(text, path, REQUIRED[table])
+        known = REQUIRED[table] + OPTIONAL[table]
+        columns = known + tuple(dict.fromkeys(c for r in records for c in r if c not in known and c != ORIGIN))
     return pl.DataFrame(
         [{**{c: None if r.get(c) is None else str(r[c]) for c in columns}, ORIGIN: r[ORIGIN]} for r in records],
         schema={**{c: pl.String for c in columns}, ORIGIN: pl.String},
     )
 
 
+def read_mapped(text: str, path: Path, mapped: TableColumns) -> list[dict]:
+    """The records of an export as the mapping's fields, or a DataError naming file:line and the column read."""
+    if path.suffix == ".jsonl":
+        return parse_jsonl(text, path, lambda record, origin, problems: mapped.record(
+            lambda column: json_values(record, column), origin, problems))
+    values: list = []
+
+    def header(columns: list[str]) -> None:
+        mapped.check_header(columns, path)
+        values.append(csv_values(columns))
+
+    return parse_csv(text, path, header, lambda row, origin, problems: mapped.record(values[0](row), origin, problems))
+
+
 def read_csv(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
+    def header(columns: list[str]) -> None:
+        require_columns(columns, required, path)
+        twice = sorted(c for c, n in Counter(columns).items() if n > 1 and c.strip())
+        if twice:
+            raise DataError([f"{path}:1: the header names column(s) {', '.join(map(shorten, twice))} more than once"])
+        names.extend(columns)
+
+    names: list[str] = []
+    return parse_csv(text, path, header, lambda row, origin, problems: dict(zip(names, row)))
+
+
+def parse_csv(text: str, path: Path, check_header, convert) -> list[dict]:
+    """Each data row as `convert(row, origin, problems)` (None: refused, its problems added) with its origin, once
+    `check_header(header)` let the file pass; a DataError lists every problem."""
     if csv.field_size_limit() < FIELD_LIMIT:
         csv.field_size_limit(FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""))
     records, problems, start = [], [], 1
     try:
         header = next(reader, [])
-        require_columns(header, required, path)
-        twice = sorted(c for c, n in Counter(header).items() if n > 1 and c.strip())
-        if twice:
-            raise DataError([f"{path}:1: the header names column(s) {', '.join(map(shorten, twice))} more than once"])
+        check_header(header)
         start = reader.line_num + 1
         for row in reader:
             if row and len(row) != len(header):
                 problems.append(f"{path}:{start}: {len(row)} fields where the header has {len(header)}; quote fields that contain commas")
             elif row:  # csv gives [] for a blank line
-                records.append({**dict(zip(header, row)), ORIGIN: f"{path}:{start}"})
+                record = convert(row, f"{path}:{start}", problems)
+                if record is not None:
+                    records.append({**record, ORIGIN: f"{path}:{start}"})
             start = reader.line_num + 1
     except csv.Error as error:  # the reader cannot go on past it: report it with what came before
         problems.append(f"{path}:{start}: not readable as CSV from here ({error})")
@@ -89,6 +126,19 @@ def read_csv(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
 
 
 def read_jsonl(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
+    def convert(record: dict, origin: str, problems: list[str]) -> dict | None:
+        missing = [c for c in required if c not in record]
+        if missing:
+            problems.append(f"{origin}: missing field(s) {missing}")
+            return None
+        return record
+
+    return parse_jsonl(text, path, convert)
+
+
+def parse_jsonl(text: str, path: Path, convert) -> list[dict]:
+    """Each line's JSON object as `convert(record, origin, problems)` (None: refused) with its origin; a DataError
+    lists every problem."""
     records, problems = [], []
     # Split on newlines only: JSON strings may hold U+2028 and other characters str.splitlines breaks at.
     for number, line in enumerate(text.split("\n"), start=1):
@@ -107,43 +157,49 @@ def read_jsonl(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
             reason = "nested too deeply" if isinstance(error, RecursionError) else str(error).split(":")[0]
             problems.append(f"{path}:{number}: not valid JSON here ({reason})")
             continue
-        missing = [c for c in required if c not in record] if isinstance(record, dict) else list(required)
-        if missing:
-            problems.append(f"{path}:{number}: missing field(s) {missing}")
+        if not isinstance(record, dict):
+            problems.append(f"{path}:{number}: a JSON {type(record).__name__ if record is not None else 'null'}, "
+                            "not an object of fields")
             continue
-        records.append({**record, ORIGIN: f"{path}:{number}"})
+        converted = convert(record, f"{path}:{number}", problems)
+        if converted is not None:
+            records.append({**converted, ORIGIN: f"{path}:{number}"})
     if problems:
         raise DataError(problems)
     return records
 
 
-def read_records(path: str | Path, table: str) -> pl.DataFrame:
+def read_records(path: str | Path, table: str, columns: str | ColumnMapping | None = None) -> pl.DataFrame:
     """One file of tickets ('tickets') or of queries to search ('search'), checked as a dataset's tables are: the table
-    in its schema, or a DataError naming file:line of every problem."""
-    frame = read_table(Path(path), table)
+    in its schema, or a DataError naming file:line of every problem. `columns`: a column mapping (see resolve)."""
+    mapping = resolve(columns, "--columns")
+    frame = read_table(Path(path), table, mapping)
     if table == "search":
         line = pl.col(ORIGIN).str.extract(r":(\d+)$")
         frame = frame.with_columns(query_id=pl.when(pl.col("query_id").str.strip_chars() != "").then("query_id").otherwise(line))
     empty = {name: pl.DataFrame(schema={**dict.fromkeys(REQUIRED[name], pl.String), ORIGIN: pl.String})
              for name in ("tickets", "queries", "pairs")}
     tables = {**empty, "tickets" if table == "tickets" else "queries": frame}
-    corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport())
+    corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport(),
+                      read_from=described(mapping))
     return corpus.tickets if table == "tickets" else corpus.queries
 
 
-def read_corpus(directory: str | Path, split_fractions: dict[str, float], report: IntakeReport) -> Corpus:
+def read_corpus(directory: str | Path, split_fractions: dict[str, float], report: IntakeReport,
+                mapping: ColumnMapping | None = None) -> Corpus:
     directory = Path(directory)
     if not directory.is_dir():
         raise DataError([f"{directory}: no such folder; it should hold tickets, queries and pairs as .csv or .jsonl"])
     tables, problems = {}, []
     for table in TABLES:  # read every file before failing, so all their problems are reported together
         try:
-            tables[table] = read_table(table_file(directory, table), table)
+            tables[table] = read_table(table_file(directory, table), table, mapping)
         except DataError as error:
             problems += error.problems
     if problems:
         raise DataError(problems)
-    return validate(tables["tickets"], tables["queries"], tables["pairs"], split_fractions, report)
+    return validate(tables["tickets"], tables["queries"], tables["pairs"], split_fractions, report,
+                    read_from=described(mapping))
 
 
 def write_corpus(corpus: Corpus, directory: str | Path) -> None:

@@ -5,7 +5,8 @@ and what is wrong. All problems are collected and raised together; anything deli
 (identical duplicate pairs) or tolerated (one empty text component) is counted in the IntakeReport.
 
 Bad input is always a DataError, never another exception: each problem starts with 'file:line: ' (line 1 for a
-header), or 'file: ' when the file cannot be read at all. `ticketsim` exits 65 on it (see ticketsim.cli).
+header), or 'file: ' when the file cannot be read at all. Read through a column mapping (ticketsim.data.columns), a
+problem names the export's column beside the field ("ticket_id (column 'Issue key')"). `ticketsim` exits 65 on it (see ticketsim.cli).
 """
 from __future__ import annotations
 
@@ -101,13 +102,17 @@ def require_columns(columns: list[str], required: tuple[str, ...], file: str | P
         raise DataError([f"{file}:1: missing column(s) {missing}; found {found or 'no header'}"])
 
 
-def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame,
-             split_fractions: dict[str, float], report: IntakeReport) -> Corpus:
-    """Check raw tables (with `origin` columns) and return the clean Corpus, or raise DataError with every problem."""
+def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame, split_fractions: dict[str, float],
+             report: IntakeReport, read_from: dict[str, dict[str, str]] | None = None) -> Corpus:
+    """Check raw tables (with `origin` columns) and return the clean Corpus, or raise DataError with every problem.
+
+    read_from: per table, field -> the export's column(s) it was read from, for the messages (columns.described)."""
     problems: list[str] = []
-    tickets = _check_records(tickets, "ticket_id", TICKET_FIELDS, "tickets", problems, report)
-    queries = _check_records(queries, "query_id", QUERY_FIELDS, "queries", problems, report)
-    pairs = _check_pairs(pairs, set(tickets["ticket_id"]), set(queries["query_id"]), split_fractions, problems, report)
+    read_from = read_from or {}
+    tickets = _check_records(tickets, "ticket_id", TICKET_FIELDS, "tickets", problems, report, read_from.get("tickets", {}))
+    queries = _check_records(queries, "query_id", QUERY_FIELDS, "queries", problems, report, read_from.get("queries", {}))
+    pairs = _check_pairs(pairs, set(tickets["ticket_id"]), set(queries["query_id"]), split_fractions, problems, report,
+                         read_from.get("pairs", {}))
     if problems:
         raise DataError(problems)
     report.add("tickets", tickets.height)
@@ -118,29 +123,36 @@ def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame,
     return Corpus(conform(tickets, TICKET_SCHEMA), conform(queries, QUERY_SCHEMA), conform(pairs, PAIR_SCHEMA))
 
 
+def named(field: str, read_from: dict[str, str]) -> str:
+    """A field as a message names it: with the export's column when a mapping read it from another one."""
+    return f"{field} (column {read_from[field]})" if field in read_from else field
+
+
 def _check_records(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...], table: str,
-                   problems: list[str], report: IntakeReport) -> pl.DataFrame:
+                   problems: list[str], report: IntakeReport, read_from: dict[str, str]) -> pl.DataFrame:
     frame = frame.with_columns(pl.col(id_column).cast(pl.String).str.strip_chars(),
                                *(pl.col(f).cast(pl.String).fill_null("") for f in fields))
     first_seen: dict[str, str] = {}
+    id_name = named(id_column, read_from)
     for row in frame.iter_rows(named=True):
         record, origin = row[id_column], row[ORIGIN]
         if not record:
-            problems.append(f"{origin}: {table} record has an empty {id_column}")
+            problems.append(f"{origin}: {table} record has an empty {id_name}")
             continue
         if record in first_seen:
-            problems.append(f"{origin}: {id_column} {record!r} is a duplicate (first at {first_seen[record]})")
+            problems.append(f"{origin}: {id_name} {record!r} is a duplicate (first at {first_seen[record]})")
         first_seen.setdefault(record, origin)
         empty = [f for f in fields if not row[f].strip()]
         if len(empty) == len(fields):
-            problems.append(f"{origin}: {id_column} {record!r}: every text field is empty ({', '.join(fields)})")
+            problems.append(f"{origin}: {id_name} {record!r}: every text field is empty "
+                            f"({', '.join(named(f, read_from) for f in fields)})")
         for f in empty if len(empty) < len(fields) else ():
             report.add(f"{table} with empty {f}")
     return frame
 
 
 def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str], split_fractions: dict[str, float],
-                 problems: list[str], report: IntakeReport) -> pl.DataFrame:
+                 problems: list[str], report: IntakeReport, read_from: dict[str, str]) -> pl.DataFrame:
     rows, seen, split_of = [], {}, {}
     for row in pairs.iter_rows(named=True):
         origin = row[ORIGIN]
@@ -151,20 +163,20 @@ def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str],
         rank = str(row.get("source_rank") or "").strip()
         ok = True
         if query_id not in query_ids:
-            problems.append(f"{where}: unknown query_id {query_id!r}")
+            problems.append(f"{where}: unknown {named('query_id', read_from)} {query_id!r}")
             ok = False
         if ticket_id not in ticket_ids:
-            problems.append(f"{where}: unknown ticket_id {ticket_id!r}")
+            problems.append(f"{where}: unknown {named('ticket_id', read_from)} {ticket_id!r}")
             ok = False
         if label is None:
-            problems.append(f"{where}: unknown label {shorten(str(row['label']))}; "
+            problems.append(f"{where}: unknown {named('label', read_from)} {shorten(str(row['label']))}; "
                             f"expected one of {list(LABELS)} or {list(LABELS.values())}")
             ok = False
         if split is not None and split not in SPLITS:
-            problems.append(f"{where}: unknown split {shorten(str(split))}; expected one of {list(SPLITS)}")
+            problems.append(f"{where}: unknown {named('split', read_from)} {shorten(str(split))}; expected one of {list(SPLITS)}")
             ok = False
         if rank and not (rank.isascii() and rank.isdigit() and len(rank) <= 10 and int(rank) <= MAX_RANK):
-            problems.append(f"{where}: source_rank {shorten(rank)} is not a whole number from 0 to {MAX_RANK}")
+            problems.append(f"{where}: {named('source_rank', read_from)} {shorten(rank)} is not a whole number from 0 to {MAX_RANK}")
             ok = False
         if not ok:
             continue
