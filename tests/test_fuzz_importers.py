@@ -1,6 +1,7 @@
 """Bad input never ends in a traceback (issue 13 §4): property-based tests over every importer.
 
-Valid seed files (the CSV/JSONL layout, SemEval XML and its gold file, `pairs add` batches) are mutated by Hypothesis
+Valid seed files (the CSV/JSONL layout, SemEval XML and its gold file, `pairs add` batches, the help desk exports of
+tests/fixtures/exports read through their ready-made column mappings) are mutated by Hypothesis
 (byte flips, truncation, invalid UTF-8 and invalid encoding bytes, huge fields, wrong columns, duplicate lines and
 ids, BOMs, CRLF, NULs) or replaced by random bytes. Every run must end in success or in the one validation error
 type, DataError, each of whose problems starts with 'file:line: ' of a file it was given; a refused `pairs add`
@@ -289,7 +290,29 @@ def test_pairs_add_never_crashes_and_a_refusal_writes_nothing(case):
             assert "nothing was written" in result.render()
 
 
-# ---------------------------------------------------------------- 4. the command line: exit 65, no traceback
+# ---------------------------------------------------------------- 4. help desk exports read through a column mapping
+
+EXPORTS = Path(__file__).parent / "fixtures" / "exports"
+EXPORT_FILES = {"jira": "jira.csv", "servicenow": "servicenow.csv", "zendesk": "zendesk.jsonl", "otrs": "otrs.jsonl"}
+export_case = st.sampled_from(list(EXPORT_FILES)).flatmap(
+    lambda name: st.tuples(st.just(name), file_bytes((EXPORTS / EXPORT_FILES[name]).read_bytes())))
+
+
+@FUZZ
+@given(case=export_case)
+@example(case=("zendesk", (EXPORTS / "zendesk.jsonl").read_bytes().replace(b'"html_body": "', b'"html_body": "<' * 3000, 1)))
+@example(case=("zendesk", (EXPORTS / "zendesk.jsonl").read_bytes().replace(b"<p>", b"<p>\\u0000&#0;&bogus;<![CDATA[", 1)))
+@example(case=("otrs", (EXPORTS / "otrs.jsonl").read_bytes().replace(b'"Article": [', b'"Article": [[], 7, null, ', 1)))
+@example(case=("jira", (EXPORTS / "jira.csv").read_bytes().replace(b"Summary,Issue key", b"Summary,Issue key,Issue key", 1)))
+def test_exports_through_a_mapping_never_crash(case):
+    name, data = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / EXPORT_FILES[name]
+        path.write_bytes(data)
+        read_or_refuse(lambda: csvsource.read_records(path, "tickets", name), [path])
+
+
+# ---------------------------------------------------------------- 5. the command line: exit 65, no traceback
 
 BAD_FOLDERS = {
     "not-utf8": ("tickets", CSV["tickets"].replace("Seal leaks", "Dichtung l\xe4uft").encode("latin-1")),

@@ -239,14 +239,11 @@ def json_values(record: dict, column: str) -> list | None:
             elif isinstance(node, list) and re.fullmatch(r"-?\d*:-?\d*", step):
                 start, stop = (int(p) if p else None for p in step.split(":"))
                 following += node[start:stop]
-            elif isinstance(node, list):
-                following += [item[step] for item in node if isinstance(item, dict) and step in item]
-                if any(not isinstance(item, dict) or step not in item for item in node):
-                    raise LookupError(f"{path!r}: an item of the list has no field {step!r}")
-            elif isinstance(node, dict) and step in node:
-                following.append(node[step])
             else:
-                raise LookupError(f"{path!r}: no such field")
+                for item in node if isinstance(node, list) else [node]:
+                    if not isinstance(item, dict) or step not in item:
+                        raise LookupError(f"{path!r}: not found (no field {step!r} here)")
+                    following.append(item[step])
         found = following
     flat = []
     for node in found:
