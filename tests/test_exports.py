@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,8 @@ from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import DataError, IntakeReport
 
 EXPORTS = Path(__file__).parent / "fixtures" / "exports"
-FILES = {"jira": EXPORTS / "jira.csv", "servicenow": EXPORTS / "servicenow.csv", "zendesk": EXPORTS / "zendesk.jsonl",
+JIRA = EXPORTS / "jira"   # a dataset folder: tickets and queries as Jira exports them, pairs in ticketsim's layout
+FILES = {"jira": JIRA / "tickets.csv", "servicenow": EXPORTS / "servicenow.csv", "zendesk": EXPORTS / "zendesk.jsonl",
          "otrs": EXPORTS / "otrs.jsonl"}
 
 
@@ -114,16 +114,8 @@ def test_every_ready_made_mapping_reads_its_export_as_queries_too(name):
 
 # ---------------------------------------------------------------- a dataset of exports, mapped in params
 
-PAIRS = "query_id,ticket_id,label\nOPS-101,OPS-101,YES\nOPS-101,OPS-102,NO\nOPS-103,OPS-103,YES\n"
-
-
 def jira_dataset(tmp_path: Path, columns: str) -> Path:
-    raw = tmp_path / "jira"
-    raw.mkdir()
-    shutil.copy(FILES["jira"], raw / "tickets.csv")
-    shutil.copy(FILES["jira"], raw / "queries.csv")
-    (raw / "pairs.csv").write_text(PAIRS)
-    (tmp_path / "params.yaml").write_text(f"seed: 1\ndatasets:\n  desk:\n    source: csv\n    raw: {raw}\n{columns}")
+    (tmp_path / "params.yaml").write_text(f"seed: 1\ndatasets:\n  desk:\n    source: csv\n    raw: {JIRA}\n{columns}")
     return tmp_path / "params.yaml"
 
 
@@ -137,10 +129,13 @@ def jira_dataset(tmp_path: Path, columns: str) -> Path:
 def test_a_dataset_reads_its_export_through_the_mapping_in_params(tmp_path, columns):
     params = load_params(jira_dataset(tmp_path, columns))
     corpus = load_corpus(params, "desk", IntakeReport())
-    ready_made = read_records(FILES["jira"], "tickets", "jira")
-    assert corpus.tickets.rows() == ready_made.rows()
-    assert sorted(corpus.pairs.select("query_id", "ticket_id", "label").rows()) == [
-        ("OPS-101", "OPS-101", 5), ("OPS-101", "OPS-102", 1), ("OPS-103", "OPS-103", 5)]
+    assert corpus.tickets.rows() == read_records(FILES["jira"], "tickets", "jira").rows()
+    header, *queries = csv_rows(JIRA / "queries.csv")
+    assert corpus.queries["query_id"].to_list() == [row[header.index("Issue key")] for row in queries]
+    assert "Asked for a photo" not in "".join(corpus.queries["description"])   # queries read no comments
+    _, *pairs = csv_rows(JIRA / "pairs.csv")
+    grades = {"YES": 5, "REL": 3, "NO": 1}
+    assert corpus.pairs.select("query_id", "ticket_id", "label").rows() == [(q, t, grades[label]) for q, t, label in pairs]
 
 
 def test_use_starts_from_a_ready_made_mapping_and_the_keys_given_replace_its_own(tmp_path):
@@ -156,14 +151,14 @@ def test_use_starts_from_a_ready_made_mapping_and_the_keys_given_replace_its_own
 
 def test_cli_validate_reads_an_export_folder_with_columns(tmp_path, capsys):
     params = jira_dataset(tmp_path, "")
-    folder = str(tmp_path / "jira")
-    assert main(["validate", "--csv", folder, "--columns", "jira"]) == OK
+    assert main(["validate", "--csv", str(JIRA), "--columns", "jira"]) == OK
     report = json.loads(capsys.readouterr().out)
-    assert report["tickets"] == report["queries"] == len(csv_rows(FILES["jira"])) - 1
+    assert report["tickets"] == len(csv_rows(JIRA / "tickets.csv")) - 1
+    assert report["queries"] == len(csv_rows(JIRA / "queries.csv")) - 1
     assert main(["validate", "desk", "--params", str(params), "--columns", "jira"]) == OK
-    capsys.readouterr()
-    assert main(["validate", "--csv", folder]) == BAD_INPUT   # the export's own names are not ticketsim's
-    assert f"{tmp_path / 'jira' / 'tickets.csv'}:1: missing column(s) ['ticket_id'" in capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out) == report
+    assert main(["validate", "--csv", str(JIRA)]) == BAD_INPUT   # the export's own names are not ticketsim's
+    assert f"{JIRA / 'tickets.csv'}:1: missing column(s) ['ticket_id'" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- bad exports: file:line, the column read, nothing written

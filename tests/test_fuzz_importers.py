@@ -293,7 +293,7 @@ def test_pairs_add_never_crashes_and_a_refusal_writes_nothing(case):
 # ---------------------------------------------------------------- 4. help desk exports read through a column mapping
 
 EXPORTS = Path(__file__).parent / "fixtures" / "exports"
-EXPORT_FILES = {"jira": "jira.csv", "servicenow": "servicenow.csv", "zendesk": "zendesk.jsonl", "otrs": "otrs.jsonl"}
+EXPORT_FILES = {"jira": "jira/tickets.csv", "servicenow": "servicenow.csv", "zendesk": "zendesk.jsonl", "otrs": "otrs.jsonl"}
 export_case = st.sampled_from(list(EXPORT_FILES)).flatmap(
     lambda name: st.tuples(st.just(name), file_bytes((EXPORTS / EXPORT_FILES[name]).read_bytes())))
 
@@ -303,11 +303,11 @@ export_case = st.sampled_from(list(EXPORT_FILES)).flatmap(
 @example(case=("zendesk", (EXPORTS / "zendesk.jsonl").read_bytes().replace(b'"html_body": "', b'"html_body": "<' * 3000, 1)))
 @example(case=("zendesk", (EXPORTS / "zendesk.jsonl").read_bytes().replace(b"<p>", b"<p>\\u0000&#0;&bogus;<![CDATA[", 1)))
 @example(case=("otrs", (EXPORTS / "otrs.jsonl").read_bytes().replace(b'"Article": [', b'"Article": [[], 7, null, ', 1)))
-@example(case=("jira", (EXPORTS / "jira.csv").read_bytes().replace(b"Summary,Issue key", b"Summary,Issue key,Issue key", 1)))
+@example(case=("jira", (EXPORTS / "jira" / "tickets.csv").read_bytes().replace(b"Summary,Issue key", b"Summary,Issue key,Issue key", 1)))
 def test_exports_through_a_mapping_never_crash(case):
     name, data = case
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / EXPORT_FILES[name]
+        path = Path(tmp) / Path(EXPORT_FILES[name]).name
         path.write_bytes(data)
         read_or_refuse(lambda: csvsource.read_records(path, "tickets", name), [path])
 
