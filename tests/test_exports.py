@@ -15,10 +15,11 @@ import pytest
 from search_bundle import make_bundle
 
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
-from ticketsim.config import ColumnMapping, ConfigError, load_params
+from ticketsim.config import ColumnMapping, ConfigError, DatasetConfig, load_params
 from ticketsim.data import csvsource
 from ticketsim.data.columns import READY_MADE, html_text, resolve
 from ticketsim.data.csvsource import read_records, read_table
+from ticketsim.data.manifest import MissingSource, manifest
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import DataError, IntakeReport
 
@@ -320,3 +321,16 @@ def test_reading_without_a_mapping_is_unchanged_by_mappings(tmp_path):
     (folder / "pairs.csv").write_text("query_id,ticket_id,label\nQ1,T1,YES\n")
     assert read_table(folder / "tickets.csv", "tickets")["extra"].to_list() == ["kept"]   # kept for `pairs add` rewrites
     assert csvsource.read_corpus(folder, {"train": 1.0}, IntakeReport()).tickets["subject"].to_list() == ["<b>s</b>"]
+
+
+def test_a_mapping_file_is_in_the_dataset_manifest_so_prepare_reruns_when_it_changes(tmp_path):
+    mapping = write(tmp_path, "desk.yaml", "use: jira\n")
+    cfg = DatasetConfig(name="desk", source="csv", raw=str(JIRA), columns=str(mapping))
+    before = manifest(cfg)["files"]
+    assert set(before) == {"tickets.csv", "queries.csv", "pairs.csv", "desk.yaml"}
+    write(tmp_path, "desk.yaml", "use: jira\nhtml: true\n")
+    after = manifest(cfg)["files"]
+    assert after["desk.yaml"] != before["desk.yaml"] and after["tickets.csv"] == before["tickets.csv"]
+    mapping.unlink()
+    with pytest.raises(MissingSource, match=re.escape(f"datasets.desk.columns = {str(mapping)!r}: no such column mapping file")):
+        manifest(cfg)

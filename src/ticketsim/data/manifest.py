@@ -38,6 +38,11 @@ def raw_files(cfg: DatasetConfig) -> list[Path]:
         where = f"folder {raw} does not exist" if not raw.is_dir() else f"{raw} lacks {', '.join(missing)}"
         raise MissingSource(f"datasets.{cfg.name}.raw = {cfg.raw!r}: {where}; set datasets.{cfg.name}.raw to the folder "
                             f"holding {wanted} ({', '.join(p.name for p in expected)}), or remove datasets.{cfg.name}")
+    # A column mapping file (ticketsim.data.columns) is read like the raw files: prepare reruns when it changes.
+    if isinstance(cfg.columns, str) and cfg.columns.endswith((".yaml", ".yml")):
+        if not Path(cfg.columns).is_file():
+            raise MissingSource(f"datasets.{cfg.name}.columns = {cfg.columns!r}: no such column mapping file")
+        expected.append(Path(cfg.columns))
     return expected
 
 
