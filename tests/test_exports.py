@@ -233,7 +233,7 @@ def test_otrs_ticket_without_articles_and_a_line_that_is_no_object_are_reported_
     problems = refused(read_records, path, "tickets", "otrs")
     assert problems == [f"{path}:2: missing field(s) ['Article.0.Body'] (for description)",
                         f"{path}:2: missing field(s) ['Article.1:.Body'] (for solution)",
-                        f"{path}:3: a JSON list, not an object of fields"]
+                        f"{path}:3: an array, not an object of fields"]
 
 
 def test_index_build_of_a_bad_export_writes_no_index(tmp_path, capsys):
@@ -308,7 +308,8 @@ def test_html_is_reduced_to_the_text_a_browser_shows(html, text):
 
 
 def test_a_mapping_with_html_reduces_every_text_field_of_a_csv_export(tmp_path):
-    path = write(tmp_path, "t.csv", 'id,title,body,answer\nA1,Printer &amp; scanner,<p>Jams</p><p>twice</p>,<ol><li>Open</li><li>Clear</li></ol>\n')
+    path = write(tmp_path, "t.csv", "id,title,body,answer\n"
+                                    "A1,Printer &amp; scanner,<p>Jams</p><p>twice</p>,<ol><li>Open</li><li>Clear</li></ol>\n")
     mapping = ColumnMapping(tickets={"ticket_id": "id", "subject": "title", "description": "body", "solution": "answer"}, html=True)
     assert read_records(path, "tickets", mapping).row(0) == ("A1", "Printer & scanner", "Jams\ntwice", "Open\nClear")
 

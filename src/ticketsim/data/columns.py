@@ -16,7 +16,6 @@ slice, as in Python; a slice past the end is empty). CSV column names are always
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,10 +143,6 @@ class TableColumns:
     def columns(self, name: str) -> tuple[str, ...]:
         return self.mapped.get(name, (name,))
 
-    def source(self, name: str) -> str:
-        """How a message names where `name` was read: "subject (column 'Summary')"."""
-        return f"{name} (column {' + '.join(map(repr, self.mapped[name]))})" if name in self.mapped else name
-
     def check_header(self, header: list[str], path: Path) -> None:
         """Line 1 names every column read; a column read into a one-value field appears once."""
         problems = []
@@ -171,13 +166,13 @@ class TableColumns:
         its problems: file:line, the column read and what is wrong."""
         record, before = {}, len(problems)
         for name in self.fields:
-            read = {}
+            read = []
             for column in self.columns(name):
                 try:
-                    read[column] = values(column)
+                    read.append((column, values(column)))
                 except LookupError as error:
                     problems.append(f"{origin}: {error.args[0]} (for {name})")
-            absent = [column for column, found in read.items() if found is None]
+            absent = [column for column, found in read if found is None]
             if absent and name in self.optional:
                 record[name] = None
             elif absent:
@@ -186,15 +181,15 @@ class TableColumns:
                 record[name] = self.value(name, read, origin, problems)
         return record if len(problems) == before else None
 
-    def value(self, name: str, read: dict[str, list], origin: str, problems: list[str]) -> str | None:
+    def value(self, name: str, read: list[tuple[str, list]], origin: str, problems: list[str]) -> str | None:
         if name not in TEXT_FIELDS[self.table]:
-            (column, found), = read.items()
+            (column, found), = read
             if len(found) != 1:
                 problems.append(f"{origin}: column {column!r} holds {len(found)} values; {name} reads one")
                 return None
             return None if found[0] is None else str(found[0])
         parts = []
-        for column, found in read.items():
+        for column, found in read:
             for item in found:
                 text = self.clean(column, "" if item is None else str(item), origin, problems)
                 if text:

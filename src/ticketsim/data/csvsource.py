@@ -78,37 +78,36 @@ def read_mapped(text: str, path: Path, mapped: TableColumns) -> list[dict]:
     if path.suffix == ".jsonl":
         return parse_jsonl(text, path, lambda record, origin, problems: mapped.record(
             lambda column: json_values(record, column), origin, problems))
-    values: list = []
 
-    def header(columns: list[str]) -> None:
-        mapped.check_header(columns, path)
-        values.append(csv_values(columns))
+    def converter(header: list[str]):
+        mapped.check_header(header, path)
+        values = csv_values(header)
+        return lambda row, origin, problems: mapped.record(values(row), origin, problems)
 
-    return parse_csv(text, path, header, lambda row, origin, problems: mapped.record(values[0](row), origin, problems))
+    return parse_csv(text, path, converter)
 
 
 def read_csv(text: str, path: Path, required: tuple[str, ...]) -> list[dict]:
-    def header(columns: list[str]) -> None:
-        require_columns(columns, required, path)
-        twice = sorted(c for c, n in Counter(columns).items() if n > 1 and c.strip())
+    def converter(header: list[str]):
+        require_columns(header, required, path)
+        twice = sorted(c for c, n in Counter(header).items() if n > 1 and c.strip())
         if twice:
             raise DataError([f"{path}:1: the header names column(s) {', '.join(map(shorten, twice))} more than once"])
-        names.extend(columns)
+        return lambda row, origin, problems: dict(zip(header, row))
 
-    names: list[str] = []
-    return parse_csv(text, path, header, lambda row, origin, problems: dict(zip(names, row)))
+    return parse_csv(text, path, converter)
 
 
-def parse_csv(text: str, path: Path, check_header, convert) -> list[dict]:
-    """Each data row as `convert(row, origin, problems)` (None: refused, its problems added) with its origin, once
-    `check_header(header)` let the file pass; a DataError lists every problem."""
+def parse_csv(text: str, path: Path, converter) -> list[dict]:
+    """Each data row as `convert(row, origin, problems)` (None: refused, its problems added) with its origin, where
+    `converter(header)` checks the header (a DataError) and returns `convert`; a DataError lists every problem."""
     if csv.field_size_limit() < FIELD_LIMIT:
         csv.field_size_limit(FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""))
     records, problems, start = [], [], 1
     try:
         header = next(reader, [])
-        check_header(header)
+        convert = converter(header)
         start = reader.line_num + 1
         for row in reader:
             if row and len(row) != len(header):
@@ -158,8 +157,8 @@ def parse_jsonl(text: str, path: Path, convert) -> list[dict]:
             problems.append(f"{path}:{number}: not valid JSON here ({reason})")
             continue
         if not isinstance(record, dict):
-            problems.append(f"{path}:{number}: a JSON {type(record).__name__ if record is not None else 'null'}, "
-                            "not an object of fields")
+            kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(type(record), "a number")
+            problems.append(f"{path}:{number}: {kind}, not an object of fields")
             continue
         converted = convert(record, f"{path}:{number}", problems)
         if converted is not None:
