@@ -17,19 +17,24 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
+    branch_start,
     build_inputs,
     build_model,
     channel_scale,
-    fingerprint,
+    fit_variant,
     metric_of,
     pair_predictor,
     pool_scores,
     predict_all,
+    reads,
+    save_model,
     scaled,
-    train_model,
 )
+from ticketsim.mining import mine
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+
+LOSS_PREFIX = {"labels": "", "selfsup": "selfsup_"}   # MLflow keys: train_loss, dev_loss as every stage; selfsup_* for phase 1
 
 
 def main() -> None:
@@ -64,20 +69,23 @@ def main() -> None:
         started = time.perf_counter()
         corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
         pairs, train_pairs = corpus.pairs, corpus.split("train")
-        cached = [v for v in map(ChannelVectors.load, args.channels) if metric.channels.get(v.channel)]
+        cached = [v for v in map(ChannelVectors.load, args.channels) if v.channel in reads(metric)]
         scales = {v.channel: channel_scale(v, train_pairs) for v in cached}
-        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens, params.bm25)
+        sentence = next((v for v in cached if v.channel == "S"), None)
+        start = branch_start([variant], cfg, params.sentence, sentence, train_pairs)
+        mined = mine(corpus, tokens, cfg.selfsup, params.bm25, sentence, params.seed) if variant.selfsup else None
+        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens, params.bm25,
+                              corpus)
         chars = load_checkpoint(args.char_blstm)
         torch.manual_seed(params.seed)
-        model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant)
+        model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant, start)
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        meta = {"model_config": asdict(model.cfg), "train_config": asdict(cfg.train), "variant": asdict(variant),
-                "max_tokens": cfg.max_tokens, "seed": params.seed, "data": fingerprint(pairs)}
-        history = train_model(model, inputs, pairs, variant, cfg.train, params.seed, checkpoint=out / "checkpoint.pt", meta=meta,
-                              on_epoch=lambda epoch, train, dev: log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch))
-
+        histories = fit_variant(model, inputs, pairs, variant, cfg, params.seed, mined, checkpoints=out,
+                                on_epoch=lambda phase, epoch, train, dev: log_metrics(
+                                    {f"{LOSS_PREFIX[phase]}train_loss": train, f"{LOSS_PREFIX[phase]}dev_loss": dev}, step=epoch))
+        save_model(model, variant, out)
         model.eval()
         scores = predict_all(pair_predictor(model, inputs, pairs, metric), pairs.height)
         is_train = (pairs["split"] == "train").to_numpy()
@@ -91,8 +99,9 @@ def main() -> None:
             (out / "variant.json").write_text(json.dumps({**asdict(variant), "hidden": cfg.hidden}, indent=2) + "\n")
         reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
                          Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
-        training = {"epochs": len(history.dev_loss), "best_epoch": history.best_epoch, "best_dev_loss": history.best_dev_loss,
-                    "seconds": round(time.perf_counter() - started, 1)}
+        phases = {phase: {"epochs": len(h.dev_loss), "best_epoch": h.best_epoch, "best_dev_loss": h.best_dev_loss}
+                  for phase, h in histories.items()}
+        training = {**phases.pop("labels", {}), **phases, "seconds": round(time.perf_counter() - started, 1)}
         if variant.learn:   # the W and V it ended with
             learned = model.metric(metric)
             training["weights"] = {"channels": {c: round(float(w), 4) for c, w in learned.channels.items()},

@@ -1,6 +1,6 @@
 """Tiny real bundles for the search tests, built in-process in seconds: channel E, T and the tokenizer trained briefly on a
 small synthetic corpus, S the packaged MiniLM, the LSTM and its learned W and V left random, a linear calibrator."""
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,7 +25,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.experiment import build_model
+from ticketsim.experiment import WEIGHTS, build_model, save_model
 from ticketsim.scorer import write_bundle
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -77,8 +77,8 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
         model.weights.v.data += 0.3 * torch.randn_like(model.weights.v)
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
-    torch.save({"model_config": asdict(model.cfg), "best_state_dict": model.state_dict()}, scratch / "checkpoint.pt")
+    save_model(model, VARIANTS[variant], scratch)
     Calibrator((0.0, 1.0), (1.0, 5.0)).save(scratch / "calibrator.json")
     return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=cfg, scales=SCALES, words=parts.words,
-                        sources={**parts.sources, "checkpoint": scratch / "checkpoint.pt", "calibrator": scratch / "calibrator.json"},
+                        sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json"},
                         sentence=SENTENCE)

@@ -183,6 +183,7 @@ class TrainConfig:
     clip: float = 1.0            # gradient-norm clipping
     patience: int = 5            # epochs without a better dev loss before stopping
     weights_lr: float = 10.0     # learned W and V step at lr * weights_lr (a few weights, each moving a whole channel)
+    optimizer: Literal["adadelta", "adamw"] = "adadelta"   # adamw (lr ~2e-5) for a pretrained transformer (channel F)
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,35 @@ class VariantConfig:
     levels: dict[str, float]
     learn: bool = False             # W and V trained with the model (kept positive), starting at these values
     loss: Literal["mse", "pairwise", "softmax"] = "mse"   # mse to rescaled labels (the paper) | a per-query ranking loss
+    selfsup: bool = False           # first train the branches on pairs mined from the tickets (siamese.selfsup)
+    labels: bool = True             # then (or only) on the labelled pairs; false: no labelled pair is learnt from
+    train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Channel F: the pretrained sentence encoder fine-tuned as the Siamese branch (ticketsim.model.branches)."""
+
+    model: str | None = None        # None: sentence.model, the encoder channel S caches (F starts where S is)
+    max_tokens: int = 128           # word pieces read of each component (training cost grows with it)
+    frozen_layers: int = 2          # lowest transformer layers (and the embeddings) kept as pretrained
+    device: str = "cpu"             # cpu | cuda (where a user has one)
+    batch_size: int = 32            # texts per forward pass
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """Self-supervised pairs from the tickets alone (ticketsim.mining): a ticket's subject as a query for its own
+    description and solution, against hard negatives from BM25 and from the encoder's nearest neighbours."""
+
+    query: Literal["sub", "sub+desc"] = "sub"   # sub+desc: the query reads the description too; the ticket keeps the solution only
+    bm25_negatives: int = 3         # per mined query, from BM25's ranking of the other tickets
+    dense_negatives: int = 3        # from channel S's nearest neighbours
+    skip: int = 2                   # top-ranked other tickets passed over: in a knowledge base they often solve the same fault
+    max_queries: int = 2000         # mined queries at most (a seeded sample): bounds phase 1's time on large bases
+    dev: float = 0.1                # share held out for early stopping
+    weight: float = 5.0             # W_F of phase 1's metric: sharpens the softmax over a mined query's candidates
+    train: dict[str, Any] = field(default_factory=dict)   # values over the variant's training config for phase 1
 
 
 @dataclass(frozen=True)
@@ -223,9 +253,16 @@ class SiameseParams:
     max_tokens: int = 100        # per component: SemEval comment threads run to thousands of tokens
     train: TrainConfig = TrainConfig()
     variants: dict[str, VariantConfig] = field(default_factory=dict)
+    encoder: EncoderConfig = EncoderConfig()
+    selfsup: MiningConfig = MiningConfig()
     final: str = "22"            # the variant logged and registered as the MLflow model
     registered_model: str = "ticketsim-siamese"
     threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
+
+    def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup"] = "labels") -> TrainConfig:
+        """siamese.train with the variant's own `train` values over it (and, for phase selfsup, siamese.selfsup.train)."""
+        over = {**variant.train, **(self.selfsup.train if phase == "selfsup" else {})}
+        return build(TrainConfig, {**dataclasses.asdict(self.train), **over}, f"siamese.variants.train ({phase})")
 
     def registered_name(self, dataset: str) -> str:
         """One registered model per dataset: the final variant trained on it."""

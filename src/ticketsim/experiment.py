@@ -1,8 +1,10 @@
 """One Siamese variant on one dataset: inputs from the caches, training with the one trainer, pool and pair scores."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -10,8 +12,19 @@ import torch
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import lexical_scores
-from ticketsim.config import BM25Config, SiameseParams, TrainConfig, VariantConfig
+from ticketsim.config import (
+    BM25Config,
+    EncoderConfig,
+    MiningConfig,
+    SentenceConfig,
+    SiameseParams,
+    TrainConfig,
+    VariantConfig,
+)
+from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.mining import LEVEL as MINED_LEVEL
+from ticketsim.model.branches import STARTS_FROM, Adapter, TransformerBranch
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
 from ticketsim.model.metric import MetricConfig, PairDistances, similarity
@@ -88,24 +101,79 @@ def lexical_distances(tokens: Tokens, bm25: BM25Config) -> torch.Tensor:
 
 
 def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int,
-                 bm25: BM25Config = BM25Config()) -> Inputs:
+                 bm25: BM25Config = BM25Config(), corpus: Corpus | None = None) -> Inputs:
+    """`corpus`: the prepared texts of the tokens' rows, which channel F reads (required when the metric weighs F)."""
     words = tuple(tokens.vocabulary()["token"])
     index = vocabulary_index(words)
     needs_q, needs_t = metric.needs()
     lexical = lexical_distances(tokens, bm25) if metric.channels.get("L") else None
-    return Inputs(encode_side(tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, max_tokens, channels, "queries"),
-                  encode_side(tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, max_tokens, channels, "tickets"),
+    raw = (None, None) if corpus is None else (aligned(corpus.queries, tokens.queries, "query_id"),
+                                               aligned(corpus.tickets, tokens.tickets, "ticket_id"))
+    return Inputs(encode_side(tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, max_tokens, channels, "queries",
+                              raw[0], needs_q.get("F", ())),
+                  encode_side(tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, max_tokens, channels, "tickets",
+                              raw[1], needs_t.get("F", ())),
                   words, lexical)
 
 
-def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, variant: VariantConfig | None = None) -> SiameseLSTM:
+def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataFrame:
+    """The prepared rows of `raw` in the order of the tokens' rows."""
+    return tokens.select(id_column).join(raw, on=id_column, how="left", maintain_order="left")
+
+
+@dataclass(frozen=True, eq=False)
+class BranchStart:
+    """Where the trained branches F and A start: the pretrained encoder (copied into each model, which then trains its
+    own copy), its settings, and channel S's scale and width (F and A start as S: the same scale keeps W comparable)."""
+
+    encoder: object | None          # a SentenceTransformer, or None when no variant weighs F
+    cfg: EncoderConfig
+    scale: float
+    dim: int
+
+
+def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sentence: SentenceConfig,
+                 s_vectors: ChannelVectors | None, train_pairs: pl.DataFrame) -> BranchStart | None:
+    """What the variants' F and A branches start from (None when none weighs them); F's encoder loaded once here."""
+    weighed = {c for v in variants for c, w in v.channels.items() if w}
+    if not weighed & {"F", "A"}:
+        return None
+    if s_vectors is None:
+        raise ValueError(f"channels {sorted(weighed & {'F', 'A'})} start from channel S: its cache (S.npz) is needed")
+    encoder = None
+    if "F" in weighed:
+        from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
+
+        encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache).model
+    return BranchStart(encoder, siamese.encoder, channel_scale(s_vectors, train_pairs), s_vectors.dim)
+
+
+def build_branches(variant: VariantConfig, start: BranchStart | None) -> dict[str, torch.nn.Module]:
+    """The variant's trained branches other than h (model/branches.py)."""
+    weighed = {c for c, w in variant.channels.items() if w}
+    if weighed & {"F", "A"} and start is None:
+        raise ValueError(f"channels {sorted(weighed & {'F', 'A'})} start from channel S: build_model needs a BranchStart")
+    branches: dict[str, torch.nn.Module] = {}
+    if "F" in weighed:
+        if start.encoder is None:
+            raise ValueError("channel F needs the pretrained encoder in its BranchStart")
+        branches["F"] = TransformerBranch(copy.deepcopy(start.encoder), start.cfg.max_tokens, start.cfg.frozen_layers,
+                                          start.scale, start.cfg.device, start.cfg.batch_size)
+    if "A" in weighed:
+        branches["A"] = Adapter(start.dim)
+    return branches
+
+
+def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, variant: VariantConfig | None = None,
+                start: BranchStart | None = None) -> SiameseLSTM:
     """word_table: (n_words, word_dim + char_dim) rows for Inputs.words, the char-BLSTM part last; a variant with
-    learn: true gives the model its W and V to learn."""
+    learn: true gives the model its W and V to learn; one that weighs F or A gets those branches, from `start`."""
     table = torch.cat([torch.zeros(1, word_table.shape[1]), torch.from_numpy(np.asarray(word_table, dtype=np.float32))])
     model_cfg = SiameseConfig(vocab_size=table.shape[0], word_dim=table.shape[1] - char_dim, char_dim=char_dim,
                               hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune,
                               pooling=cfg.pooling)
-    return SiameseLSTM(model_cfg, table, metric_of(variant) if variant is not None and variant.learn else None)
+    learn = metric_of(variant) if variant is not None and variant.learn else None
+    return SiameseLSTM(model_cfg, table, learn, build_branches(variant, start) if variant is not None else None)
 
 
 def fingerprint(pairs: pl.DataFrame) -> str:
@@ -121,6 +189,89 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
     pair = inputs.pair_distances(metric, pairs)
     return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric,
                               pair={c: d[rows] for c, d in pair.items()})
+
+
+def reads(metric: MetricConfig) -> set[str]:
+    """The cached channels a metric needs: those it weighs and those its trained branches start from (S for F and A)."""
+    weighed = {c for c, w in metric.channels.items() if w}
+    return weighed | {STARTS_FROM[c] for c in weighed if c in STARTS_FROM}
+
+
+def selfsup_variant(cfg: MiningConfig) -> VariantConfig:
+    """Phase 1's metric: F alone on the mined level pair, a softmax over each mined query's candidates; W_F = cfg.weight
+    sharpens it (unit vectors at channel S's scale lie about 1 apart, too flat a softmax at W = 1)."""
+    return VariantConfig(channels={"F": cfg.weight}, levels={MINED_LEVEL: 1.0}, loss="softmax")
+
+
+def pretrain(model: SiameseLSTM, mined: tuple[Corpus, Tokens], cfg: MiningConfig, train: TrainConfig, seed: int,
+             **fit_options) -> History:
+    """Phase 1: the model's F branch trained on mined pairs (ticketsim.mining), through the one metric and trainer. The
+    branch is shared with a model of fixed weights, so the variant's own learned W and V wait for the labels."""
+    corpus, tokens = mined
+    variant = selfsup_variant(cfg)
+    inputs = build_inputs(tokens, [], metric_of(variant), 1, corpus=corpus)
+    branches_only = SiameseLSTM(SiameseConfig(vocab_size=1), branches={"F": model.branches["F"]})
+    return train_model(branches_only, inputs, corpus.pairs, variant, train, seed, **fit_options)
+
+
+# Each training phase's resumable checkpoint (ticketsim.train.fit) in a model's folder.
+CHECKPOINTS = {"selfsup": "selfsup.pt", "labels": "checkpoint.pt"}
+WEIGHTS, ENCODER = "weights.pt", "encoder"      # a trained model: weights (F's transformer apart) and F's encoder folder
+
+
+def save_model(model: SiameseLSTM, variant: VariantConfig, folder: Path) -> None:
+    """The trained model of `variant` in `folder`: WEIGHTS (its config, variant and state, F's transformer apart) and,
+    when it has channel F, the fine-tuned encoder as an ordinary sentence-transformers folder (ENCODER)."""
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("branches.F.")}
+    torch.save({"model_config": asdict(model.cfg), "variant": asdict(variant), "state_dict": state}, folder / WEIGHTS)
+    if "F" in model.branches:
+        model.branches["F"].save(folder / ENCODER)
+
+
+def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, scales: dict[str, float]) -> SiameseLSTM:
+    """A model save_model wrote, for `variant` (the one it was trained as), in eval mode. F takes channel S's scale."""
+    saved = torch.load(folder / WEIGHTS, weights_only=True)
+    if saved["variant"] != asdict(variant):
+        raise ValueError(f"{folder / WEIGHTS}: trained as {saved['variant']}, not as {asdict(variant)}")
+    weighed = {c for c, w in variant.channels.items() if w}
+    branches: dict[str, torch.nn.Module] = {}
+    if "F" in weighed:
+        from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
+
+        branches["F"] = TransformerBranch(load_encoder(str(folder / ENCODER)).model, encoder.max_tokens, encoder.frozen_layers,
+                                          scales["S"], encoder.device, encoder.batch_size)
+    if "A" in weighed:
+        branches["A"] = Adapter(saved["state_dict"]["branches.A.map"].shape[0])
+    model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None,
+                        branches=branches)
+    missing, unexpected = model.load_state_dict(saved["state_dict"], strict=False)
+    if unexpected or any(not key.startswith("branches.F.") for key in missing):
+        raise ValueError(f"{folder / WEIGHTS}: its state does not fit the variant (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return model.eval()
+
+
+def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, siamese: SiameseParams,
+                seed: int, mined: tuple[Corpus, Tokens] | None = None, checkpoints: Path | None = None,
+                on_epoch: Callable[[str, int, float, float], None] | None = None, **overrides) -> dict[str, History]:
+    """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true).
+    checkpoints: a folder for each phase's resumable checkpoint; on_epoch(phase, epoch, train loss, dev loss);
+    overrides: TrainConfig values over both phases' (e.g. epochs)."""
+    histories = {}
+    for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels)):
+        if not wanted:
+            continue
+        cfg = replace(siamese.training(variant, phase), **overrides)
+        options = {"on_epoch": (lambda e, t, d, p=phase: on_epoch(p, e, t, d)) if on_epoch else None}
+        if checkpoints is not None:
+            options |= {"checkpoint": checkpoints / CHECKPOINTS[phase],
+                        "meta": {"variant": asdict(variant), "train": asdict(cfg), "data": fingerprint(pairs), "seed": seed}}
+        if phase == "selfsup":
+            if mined is None:
+                raise ValueError("a variant with selfsup: true needs the mined pairs (ticketsim.mining.mine)")
+            histories[phase] = pretrain(model, mined, siamese.selfsup, cfg, seed, **options)
+        else:
+            histories[phase] = train_model(model, inputs, pairs, variant, cfg, seed, **options)
+    return histories
 
 
 def train_model(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, cfg: TrainConfig,

@@ -25,6 +25,7 @@ from ticketsim.channels.topics import TopicModel, load_topic_models, topic_vecto
 from ticketsim.channels.word2vec import load_vectors
 from ticketsim.config import (
     BM25Config,
+    EncoderConfig,
     EvaluationConfig,
     Params,
     SentenceConfig,
@@ -38,30 +39,45 @@ from ticketsim.data.tables import Corpus
 from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.experiment import Inputs, build_inputs, metric_of, pair_predictor, pool_scores, predict_all, scaled
+from ticketsim.experiment import (
+    ENCODER,
+    WEIGHTS,
+    Inputs,
+    build_inputs,
+    load_model,
+    metric_of,
+    pair_predictor,
+    pool_scores,
+    predict_all,
+    reads,
+    scaled,
+)
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
     from ticketsim.channels.sentence import SentenceEncoder
 
-FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "checkpoint": "checkpoint.pt",
+FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
          "calibrator": "calibrator.json"}
+OPTIONAL = {"encoder": ENCODER}     # channel F's fine-tuned encoder, when the model has it
 
 
 def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantConfig, siamese: SiameseParams,
                  scales: dict[str, float], words: tuple[str, ...], sources: dict[str, str | Path],
                  sentence: SentenceConfig = SentenceConfig(), bm25: BM25Config = BM25Config()) -> Path:
-    """Copy a trained variant's files (FILES keys -> paths) and write manifest.json beside them.
+    """Copy a trained variant's files (FILES and OPTIONAL keys -> paths) and write manifest.json beside them.
 
-    Channel S's encoder is named, not copied (a package or folder the served model's machine has too)."""
+    Channel S's encoder is named, not copied (a package or folder the served model's machine has too); channel F's
+    fine-tuned encoder is the model's own, and is copied."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for key, name in FILES.items():
+    for key, name in {**FILES, **{k: v for k, v in OPTIONAL.items() if k in sources}}.items():
         source, target = Path(sources[key]), directory / name
         shutil.copytree(source, target, dirs_exist_ok=True) if source.is_dir() else shutil.copy2(source, target)
     manifest = {"text": asdict(text), "variant": asdict(variant), "max_tokens": siamese.max_tokens,
-                "scales": scales, "words": list(words), "sentence": asdict(sentence), "bm25": asdict(bm25)}
+                "scales": scales, "words": list(words), "sentence": asdict(sentence), "bm25": asdict(bm25),
+                "encoder": asdict(siamese.encoder)}
     (directory / "manifest.json").write_text(json.dumps(manifest) + "\n")
     return directory
 
@@ -79,8 +95,8 @@ def final_bundle(directory: str | Path, params: Params, model: str | Path, word2
     return write_bundle(
         directory, text=params.text, variant=variant, siamese=cfg,
         scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
-        sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade,
-                 "checkpoint": model / "checkpoint.pt", "calibrator": model / "calibrator.json"},
+        sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade, "weights": model / WEIGHTS,
+                 "calibrator": model / "calibrator.json", **({"encoder": model / ENCODER} if (model / ENCODER).is_dir() else {})},
         sentence=params.sentence, bm25=params.bm25)
 
 
@@ -114,10 +130,9 @@ class Scorer:
             raise StepError(f"{directory}: not a model bundle (no manifest.json); the register stage writes one to "
                             "models/<dataset>/bundle (`dvc repro register@<dataset>`)")
         manifest = json.loads((directory / "manifest.json").read_text())
-        saved = torch.load(directory / FILES["checkpoint"], weights_only=True)
         variant = build(VariantConfig, manifest["variant"], "manifest.variant")
-        model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None)
-        model.load_state_dict(saved["best_state_dict"])
+        model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder"),
+                           manifest["scales"])
         return cls(build(TextConfig, manifest["text"], "manifest.text"), variant,
                    manifest["max_tokens"], manifest["scales"], model, tuple(manifest["words"]),
                    load_vectors(directory / FILES["word2vec"]), load_checkpoint(directory / FILES["char_blstm"]),
@@ -146,14 +161,15 @@ class Scorer:
             channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
         if metric.channels.get("T"):
             channels.append(topic_vectors(tokens, self.topics))
-        if metric.channels.get("S"):
+        if "S" in reads(metric):
             from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is weighed
 
             given = [v for v in cached if v.channel == "S"]
             channels.append(given[0] if given else sentence_channel(corpus, self.sentence, False, self.sentence_encoder)[0])
         if not lexical:
             metric = replace(metric, channels={c: w for c, w in metric.channels.items() if c != "L"})
-        inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25)
+        inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25,
+                              corpus)
         return Encoding(tokens, inputs, self.model_for(inputs, table))
 
     def score(self, corpus: Corpus, pool: bool = True) -> tuple[np.ndarray, ScoreMatrix | None]:
@@ -173,7 +189,8 @@ class Scorer:
             rows, old = map(list, zip(*known))
             table[rows] = torch.cat([self.model.word.weight[old], self.model.char.weight[old]], dim=1).detach()
         cfg = SiameseConfig(**{**asdict(self.model.cfg), "vocab_size": len(inputs.words) + 1})
-        model = SiameseLSTM(cfg, torch.cat([torch.zeros(1, table.shape[1]), table]), self.model.weights and self.model.weights.start)
+        model = SiameseLSTM(cfg, torch.cat([torch.zeros(1, table.shape[1]), table]), self.model.weights and self.model.weights.start,
+                            self.model.branches)
         model.lstm.load_state_dict(self.model.lstm.state_dict())
         if self.model.weights is not None:
             model.weights.load_state_dict(self.model.weights.state_dict())

@@ -45,7 +45,7 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
     batch hold whole queries, in a new order every epoch, as a per-query ranking loss needs.
     """
     torch.manual_seed(seed)
-    optimizer = torch.optim.Adadelta(parameter_groups(model, cfg), lr=cfg.lr, rho=cfg.rho)
+    optimizer = make_optimizer(model, cfg)
     history, best_state, start = History(), copy.deepcopy(model.state_dict()), 0
     saved = torch.load(checkpoint, weights_only=True) if checkpoint is not None and checkpoint.exists() else None
     if saved is not None and all(saved.get(key) == value for key, value in (meta or {}).items()):
@@ -77,6 +77,13 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
                         "best_state_dict": best_state, "history": asdict(history), "rng": torch.get_rng_state()}, checkpoint)
     model.load_state_dict(best_state)
     return history
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """Adadelta (the paper's) or AdamW, whose small steps suit a pretrained transformer."""
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(parameter_groups(model, cfg), lr=cfg.lr)
+    return torch.optim.Adadelta(parameter_groups(model, cfg), lr=cfg.lr, rho=cfg.rho)
 
 
 def parameter_groups(model: nn.Module, cfg: TrainConfig) -> list[dict]:

@@ -18,7 +18,7 @@ import random
 import socket
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -30,24 +30,30 @@ import torch
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import BM25Config, EvaluationConfig, Params, SiameseParams, TuneConfig, TunedVariant, VariantConfig
+from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
+    WEIGHTS,
+    BranchStart,
     Inputs,
+    branch_start,
     build_inputs,
     build_model,
     channel_scale,
     fingerprint,
+    fit_variant,
     lexical_distances,
+    load_model,
     metric_of,
     pair_predictor,
     predict_all,
+    reads,
     scaled,
     side_channels,
-    train_model,
 )
+from ticketsim.mining import mine
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
-from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
 
@@ -86,19 +92,29 @@ class Problem:
     bm25: BM25Config = BM25Config()         # channel L
     cached: tuple[dict, dict, dict] | None = None  # rescore: query side, ticket side (channel -> component -> (n_pairs,
                                                    # dim)) and the pair channels (channel -> (n_pairs,))
+    corpus: Corpus | None = None            # the prepared texts channel F reads
+    start: BranchStart | None = None        # where branches F and A start
+    mined: tuple[Corpus, Tokens] | None = None   # the self-supervised pairs of variants with selfsup: true
 
 
 def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels: list[ChannelVectors],
-                  word_table: Callable[[list[str]], np.ndarray], char_dim: int) -> Problem:
-    """`word_table(words)` gives the input vectors of those words (sumemb.word_vectors in the stage)."""
+                  word_table: Callable[[list[str]], np.ndarray], char_dim: int, corpus: Corpus | None = None,
+                  variants: Sequence[VariantConfig] = ()) -> Problem:
+    """`word_table(words)` gives the input vectors of those words (sumemb.word_vectors in the stage); `variants`: those
+    the problem will train beside the final one (their F and A branches and mined pairs are prepared once here)."""
     pairs = search_pairs(pairs)
     asked = pairs["query_id"].unique().implode()
     tokens = Tokens(tokens.tickets, tokens.queries.filter(pl.col("query_id").is_in(asked)))
     train = pairs.filter(pl.col("split") == "train")
+    sentence = next((v for v in channels if v.channel == "S"), None)
+    variants = [params.siamese.variants[params.siamese.final], *variants]
+    start = branch_start(variants, params.siamese, params.sentence, sentence, train)
+    mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, sentence, params.seed)
+             if corpus is not None and any(v.selfsup for v in variants) else None)
     channels = tuple(scaled(v, channel_scale(v, train)) for v in channels)
     words = list(tokens.vocabulary()["token"])
     return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
-                   params.siamese.variants[params.siamese.final], params.evaluation, params.seed, params.bm25)
+                   variants[0], params.evaluation, params.seed, params.bm25, corpus=corpus, start=start, mined=mined)
 
 
 def dev_measures(problem: Problem, scores: np.ndarray) -> dict[str, float]:
@@ -116,22 +132,22 @@ def train_variant(problem: Problem, variant: VariantConfig, hidden: int, epochs:
                   report: Callable[[int, float], None] | None = None, objective: str = "map"):
     """Train one model of `variant` on the train pairs (early stopping on dev); report(epoch, dev objective) each epoch."""
     metric = metric_of(variant)
-    inputs = build_inputs(problem.tokens, [v for v in problem.channels if metric.channels.get(v.channel)], metric,
-                          problem.siamese.max_tokens, problem.bm25)
+    inputs = build_inputs(problem.tokens, [v for v in problem.channels if v.channel in reads(metric)], metric,
+                          problem.siamese.max_tokens, problem.bm25, problem.corpus)
     torch.manual_seed(problem.seed)
-    model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim, variant)
+    model = build_model(replace(problem.siamese, hidden=hidden), problem.word_table, problem.char_dim, variant, problem.start)
     predict = pair_predictor(model, inputs, problem.pairs, metric)
 
     def scores() -> np.ndarray:
         model.eval()   # fit puts it back in training mode at the next epoch
         return predict_all(predict, problem.pairs.height)
 
-    def on_epoch(epoch: int, train_loss: float, dev_loss: float) -> None:
-        if report is not None:
+    def on_epoch(phase: str, epoch: int, train_loss: float, dev_loss: float) -> None:
+        if report is not None and phase == "labels":
             report(epoch, dev_measures(problem, scores())[objective])
 
-    train_model(model, inputs, problem.pairs, variant, replace(problem.siamese.train, epochs=epochs), problem.seed,
-                on_epoch=on_epoch)
+    fit_variant(model, inputs, problem.pairs, variant, problem.siamese, problem.seed, problem.mined, on_epoch=on_epoch,
+                **({"epochs": epochs} if epochs else {}))
     return model, inputs, scores()
 
 
@@ -147,7 +163,12 @@ def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path
         model, _, _ = train_variant(problem, problem.final, problem.siamese.hidden, cfg.epochs)
         inputs = build_inputs(problem.tokens, cached, metric, problem.siamese.max_tokens, problem.bm25)
     else:
-        model, words = load_model(Path(base_model), problem.final)
+        base_model = Path(base_model)
+        try:
+            model = load_model(base_model, problem.final, problem.siamese.encoder, json.loads((base_model / "scales.json").read_text()))
+        except ValueError as error:
+            raise ValueError(f"{error}; point --base-model at models/<dataset>/<siamese.final> or drop it to train one here") from None
+        words = tuple(json.loads((base_model / "words.json").read_text()))
         index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
         inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, problem.siamese.max_tokens,
                                     cached, "queries"),
@@ -161,17 +182,6 @@ def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path
               {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()},
               {c: d.double() for c, d in inputs.pair_distances(metric, problem.pairs).items()})
     return replace(problem, cached=cached)
-
-
-def load_model(folder: Path, variant: VariantConfig) -> tuple[SiameseLSTM, tuple[str, ...]]:
-    """A siamese stage's best weights and embedding rows; refuses a model trained with other weights than `variant`."""
-    saved = torch.load(folder / "checkpoint.pt", weights_only=True)
-    if saved.get("variant") != asdict(variant):
-        raise ValueError(f"{folder / 'checkpoint.pt'}: trained with weights {saved.get('variant')}, not siamese.final's "
-                         f"{asdict(variant)}; point --base-model at models/<dataset>/<siamese.final> or drop it to train one here")
-    model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None)
-    model.load_state_dict(saved["best_state_dict"])
-    return model.eval(), tuple(json.loads((folder / "words.json").read_text()))
 
 
 def rescore(problem: Problem, variant: VariantConfig) -> np.ndarray:
@@ -306,7 +316,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str 
     for array in [problem.word_table, *(a for v in problem.channels for side in (v.queries, v.tickets) for a in side.values())]:
         digest.update(np.ascontiguousarray(array).tobytes())
     if cfg.mode == "rescore" and base_model is not None:
-        digest.update((Path(base_model) / "checkpoint.pt").read_bytes())
+        digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
 
@@ -475,17 +485,15 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
 # ---------------------------------------------------------------- the command line: ticketsim tune DATASET --workers N
 
 def stage_problem(params: Params, dataset: str, corpus: str, tokens: str, word2vec: str, char_blstm: str,
-                  channels: list[str]) -> Problem:
+                  channels: list[str], variants: Sequence[VariantConfig] = ()) -> Problem:
     """A Problem from the stage files (the paths of dvc.yaml's tune stage)."""
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.sumemb import word_vectors
     from ticketsim.channels.word2vec import load_vectors
-    from ticketsim.data.tables import Corpus
-
     chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
-    pairs = search_pairs(Corpus.read(corpus).pairs)
-    return build_problem(params, pairs, Tokens.read(tokens), [ChannelVectors.load(p) for p in channels],
-                         lambda words: word_vectors(words, vectors, chars), chars.dim)
+    prepared = Corpus.read(corpus)
+    return build_problem(params, search_pairs(prepared.pairs), Tokens.read(tokens), [ChannelVectors.load(p) for p in channels],
+                         lambda words: word_vectors(words, vectors, chars), chars.dim, prepared, variants)
 
 
 def tune_command(args: argparse.Namespace) -> int:
@@ -499,6 +507,6 @@ def tune_command(args: argparse.Namespace) -> int:
                  lambda: stage_problem(params, args.dataset, f"{data}/prepared", f"{data}/tokens", f"{data}/channels/word2vec.kv",
                                        f"{data}/channels/char_blstm.pt", channels),
                  args.out or f"tuned/{args.dataset}.yaml", args.metrics or f"metrics/{args.dataset}/tune.json",
-                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / "checkpoint.pt").is_file() else None)
+                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / WEIGHTS).is_file() else None)
     print(json.dumps(result, indent=2))
     return 0

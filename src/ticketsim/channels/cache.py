@@ -30,6 +30,13 @@ def component_tokens(frame: pl.DataFrame, component: str) -> list[list[str]]:
     return frame.select(pl.concat_list(COMPONENTS[component])).to_series().to_list()
 
 
+def component_strings(frame: pl.DataFrame, component: str) -> list[str]:
+    """The raw text of `component` for each row of a prepared tickets or queries table: its non-empty fields joined
+    by a newline (the encoders' tokenizers read it as a space; no punctuation is invented)."""
+    columns = [frame[name].fill_null("").to_list() for name in COMPONENTS[component]]
+    return ["\n".join(part.strip() for part in parts if part and part.strip()) for parts in zip(*columns)]
+
+
 def component_texts(tokens: Tokens) -> tuple[dict[str, list[list[str]]], dict[str, list[list[str]]]]:
     """(query component -> token lists, ticket component -> token lists)."""
     return ({c: component_tokens(tokens.queries, c) for c in QUERY_COMPONENTS},

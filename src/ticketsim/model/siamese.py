@@ -1,5 +1,7 @@
-"""The Replicated Siamese LSTM: one LSTM shared by every text branch gives channel h; the metric mixes h with the
-cached channels (E, T, S) and the pair channels (L, R), by fixed weights or by weights it learns."""
+"""The Replicated Siamese network: one LSTM shared by every text branch gives channel h, and further trained branches
+(model/branches.py: the fine-tuned encoder F, the adapter A) give theirs, each one set of weights for every component on
+both sides; the metric mixes them with the cached channels (E, T, S) and the pair channels (L, R), by fixed weights or
+by weights it learns."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -55,11 +57,14 @@ class LearnedWeights(nn.Module):
 
 
 class SiameseLSTM(nn.Module):
-    def __init__(self, cfg: SiameseConfig, word_vectors: torch.Tensor | None = None, learn: MetricConfig | None = None):
-        """learn: the starting W and V when the model learns them (else every call passes its fixed metric)."""
+    def __init__(self, cfg: SiameseConfig, word_vectors: torch.Tensor | None = None, learn: MetricConfig | None = None,
+                 branches: Mapping[str, nn.Module] | None = None):
+        """learn: the starting W and V when the model learns them (else every call passes its fixed metric);
+        branches: trained channel -> module (F, A), each called on one component's inputs of a batch."""
         super().__init__()
         self.cfg = cfg
         self.weights = LearnedWeights(learn) if learn is not None else None
+        self.branches = nn.ModuleDict(branches or {})
         # Row 0 is padding; word_vectors (vocab_size, word_dim + char_dim) initialise both parts.
         self.word = nn.Embedding(cfg.vocab_size, cfg.word_dim, padding_idx=0)
         self.char = nn.Embedding(cfg.vocab_size, cfg.char_dim, padding_idx=0)
@@ -88,8 +93,9 @@ class SiameseLSTM(nn.Module):
         return states.sum(1) / lengths.unsqueeze(1).to(states.dtype)
 
     def channels(self, side: Side) -> dict[str, Mapping[str, torch.Tensor]]:
-        """Every channel of one side as vectors: h computed here, cached channels passed through."""
-        return {c: ({k: self.encode(t) for k, t in comps.items()} if c == "h" else comps) for c, comps in side.items()}
+        """Every channel of one side as vectors: h and the other trained branches computed here, cached ones passed through."""
+        trained = {"h": self.encode, **self.branches}
+        return {c: ({k: trained[c](x) for k, x in comps.items()} if c in trained else comps) for c, comps in side.items()}
 
     def metric(self, fixed: MetricConfig) -> MetricConfig:
         """The W and V in force: the learned ones, or `fixed`."""
