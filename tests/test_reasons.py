@@ -124,7 +124,8 @@ def test_the_report_gives_each_topic_the_coherence_the_search_uses(saturated, se
     _, _, searcher = saturated
     models = load_topic_models(search_parts.sources["docnade"])
     corpus = search_parts.corpus
-    tokens = tokenize_corpus(replace(corpus, tickets=searcher.index.tickets.select(list(TICKET_SCHEMA))), make_tokenizer(searcher.scorer.text, corpus))
+    indexed = replace(corpus, tickets=searcher.index.tickets.select(list(TICKET_SCHEMA)))
+    tokens = tokenize_corpus(indexed, make_tokenizer(searcher.scorer.text, indexed), progress=False)
     table = coherence_table(tokens, models, 10)
     assert table[REASON_MODEL]["docnade"] == pytest.approx(searcher.topic_labels.coherence)
     report = topic_words_markdown(models, 10, "tiny", table, 0.0)

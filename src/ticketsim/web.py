@@ -38,7 +38,8 @@ PAGE = """<!doctype html>
     {% for part in hit.reasons.parts %}<div class="part">query {{ part.query }} ~ ticket {{ part.ticket }}:
      <span class="phrases">{{ part.phrases|join(", ") }}</span></div>{% else %}no shared words{% endfor %}
     {% if hit.reasons.topics %}<div class="topics">topics:
-     {% for topic in hit.reasons.topics %}#{{ topic.topic }} ({{ topic.words|join(" ") }}){{ ", " if not loop.last }}{% endfor %}</div>{% endif %}
+     {% for topic in hit.reasons.topics %}#{{ topic.topic }} ({{ topic.words|join(" ") }}){{ ", " if not loop.last }}{% endfor %}
+    </div>{% endif %}
    </div></li>
  {% endfor %}
  </ol>

@@ -221,8 +221,8 @@ def topic_words_markdown(models: dict[str, TopicModel], k: int, title: str, cohe
              "T). LDA: the most probable words of topic j (unrelated numbering).", "",
              f"NPMI: the topic's coherence, the mean normalised PMI of every pair of its first {COHERENCE_WORDS} words by "
              "their co-occurrence in the tickets' text the model learns from (-1: never together, 0: independent, 1: always "
-             f"together). A search shows a shared DocNADE {REASON_MODEL.upper()} topic's words only at NPMI >= {threshold:g} (`topics.coherence`; "
-             "marked *shown*).", ""]
+             f"together). A search shows a shared DocNADE {REASON_MODEL.upper()} topic's words only at NPMI >= {threshold:g} "
+             "(`topics.coherence`; marked *shown*).", ""]
     for name, model in models.items():
         docnade, lda = topic_words(model, k, "docnade"), topic_words(model, k, "lda")
         scores = coherence[name]

@@ -23,15 +23,15 @@ import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
+from ticketsim.channels.topics import REASON_MODEL
 from ticketsim.config import BM25Config, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import DataError
 from ticketsim.errors import StepError
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import Layout, encode_side
-from ticketsim.channels.topics import REASON_MODEL
-from ticketsim.search.reasons import standardized, topic_activity
 from ticketsim.search.fold import Block
+from ticketsim.search.reasons import standardized, topic_activity
 
 MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.faiss", "tickets.parquet"
 CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base

@@ -19,8 +19,8 @@ from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
 from ticketsim.data.validate import DataError, shorten
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import encode_side, one_side
-from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
 from ticketsim.search.index import TicketIndex, model_hash
+from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -59,7 +59,8 @@ class Answer:
         for hit, g in zip(self.hits, similarities):
             first = hit.solution.strip().splitlines()[0] if hit.solution.strip() else ""
             subject = clip(hit.subject, width)
-            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {g:<{g_width}}  {subject:<{width}}  {clip(first, width)}")
+            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {g:<{g_width}}  {subject:<{width}}  "
+                         f"{clip(first, width)}")
             parts = [f"query {p['query']} ~ ticket {p['ticket']}: {', '.join(p['phrases'])}" for p in hit.reasons["parts"]]
             lines += [f"{indent}{'why:' if i == 0 else '    '} {part}" for i, part in enumerate(parts or ["no shared words"])]
             if hit.reasons["topics"]:
