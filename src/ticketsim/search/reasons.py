@@ -77,10 +77,10 @@ def inside(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
     return len(short) < len(long) and any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
-def shared_phrases(query: Sequence[str], ticket: Sequence[str], idf: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The phrases both token lists contain, none inside a longer shared one, as (text, weight), strongest first: the
+def shared_phrases(query: set[tuple[str, ...]], ticket: set[tuple[str, ...]], idf: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The phrases in both sets (of `phrases`), none inside a longer shared one, as (text, weight), strongest first: the
     weight is the sum of its topical words' idf, so error codes and part names lead and 'feed pump' outweighs 'pump'."""
-    common = phrases(query) & phrases(ticket)
+    common = query & ticket
     kept = [p for p in common if not any(inside(p, other) for other in common)]
     weighed = [(" ".join(p), sum(idf.get(w, 0.0) for w in p if is_topical(w))) for p in kept]
     return sorted(weighed, key=lambda item: (-item[1], item[0]))
@@ -90,10 +90,11 @@ def matched_parts(query: Mapping[str, Sequence[str]], ticket: Mapping[str, Seque
     """[{'query': 'subject', 'ticket': 'solution', 'phrases': [...], 'strength': s}, ...]: each query part (subject,
     description) and ticket part (subject, description, solution) that share a phrase, strongest first (s: the sum of
     their shared phrases' weights); `query`, `ticket`: part -> tokens."""
-    found = []
+    found, ticket_phrases = [], {part: phrases(ticket[part]) for part in TICKET_FIELDS}
     for query_part in QUERY_FIELDS:
+        query_phrases = phrases(query[query_part])
         for ticket_part in TICKET_FIELDS:
-            shared = shared_phrases(query[query_part], ticket[ticket_part], idf)
+            shared = shared_phrases(query_phrases, ticket_phrases[ticket_part], idf)
             if shared:
                 found.append({"query": query_part, "ticket": ticket_part, "phrases": [text for text, _ in shared[:PHRASES_SHOWN]],
                               "strength": round(sum(weight for _, weight in shared), 3)})
