@@ -3,6 +3,7 @@ match and the phrases they share, strongest first; a topic's NPMI coherence, wit
 raw similarity g that orders hits whose calibrated scores tie, in the table, the JSON, the page and the served model."""
 import json
 import math
+import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -24,10 +25,11 @@ from ticketsim.channels.topics import (
     topic_words_markdown,
 )
 from ticketsim.cli import OK, main
-from ticketsim.config import TopicsConfig
+from ticketsim.config import ConfigError, TopicsConfig, build
 from ticketsim.data.tables import QUERY_SCHEMA, TICKET_SCHEMA
+from ticketsim.errors import StepError
 from ticketsim.scorer import Scorer
-from ticketsim.search.index import build_index, model_hash
+from ticketsim.search.index import MANIFEST, TicketIndex, build_index, model_hash
 from ticketsim.search.reasons import ABOUT, PARTS_SHOWN, TopicLabels, phrases, shared_topics, similarity_labels
 from ticketsim.search.searcher import Searcher
 from ticketsim.serving import TicketSimModel
@@ -167,3 +169,14 @@ def test_the_raw_score_orders_equal_calibrated_scores_everywhere(saturated, caps
     row = served.predict(None, pd.DataFrame([QUERY]), {"k": 6}).iloc[0]
     assert list(row["ticket_ids"]) == [h.ticket_id for h in answer.hits] and list(row["scores"]) == [5.0] * 6
     assert list(row["raw_scores"]) == pytest.approx(scores)
+
+
+def test_a_threshold_that_is_no_npmi_and_an_index_without_tokens_per_part_are_refused(saturated, tmp_path):
+    with pytest.raises(ConfigError, match=r"topics.coherence: 1.5 is no NPMI; give a threshold in \[-1, 1\]"):
+        build(TopicsConfig, {"coherence": 1.5}, "topics")
+    old = shutil.copytree(saturated[1], tmp_path / "index")
+    manifest = json.loads((old / MANIFEST).read_text())
+    del manifest["coherence"]
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(StepError, match="an index of an older ticketsim .* rebuild it"):
+        TicketIndex.load(old)
