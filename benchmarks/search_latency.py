@@ -64,7 +64,7 @@ def repeated(real: TicketIndex, n: int, rng: np.random.Generator) -> tuple[faiss
         started = time.perf_counter()
         index.add(block)
         seconds += time.perf_counter() - started
-    words = real.tickets["words"].to_list()
+    words = real.words()
     started = time.perf_counter()
     lexical = LexicalIndex.build(tuple(map(str, range(n))), [words[i % len(words)] for i in range(n)], real.bm25.k1, real.bm25.b)
     return index, seconds, lexical, time.perf_counter() - started

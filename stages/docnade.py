@@ -18,7 +18,7 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(args.params)
     cfg = params.topics
-    run_params = {"seed": params.seed, "topics": {k: v for k, v in vars(cfg).items() if k not in ("top_words", "space")}}
+    run_params = {"seed": params.seed, "topics": {k: v for k, v in vars(cfg).items() if k not in ("top_words", "space", "coherence")}}
     with stage_run(params.tracking, "docnade", args.dataset, run_params, raw=params.dataset(args.dataset).raw):
         tokens = Tokens.read(args.tokens)
         models = fit_topic_models(tokens, cfg, params.seed)

@@ -35,13 +35,15 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args()
     params = load_params(args.params)
-    with stage_run(params.tracking, "index", args.dataset, {"variant": params.siamese.final},
+    run_params = {"variant": params.siamese.final, "topics": {"coherence": params.topics.coherence}}
+    with stage_run(params.tracking, "index", args.dataset, run_params,
                    tags={"variant": params.siamese.final}, corpus=args.corpus, raw=params.dataset(args.dataset).raw), \
             tempfile.TemporaryDirectory() as scratch:
         bundle = final_bundle(Path(scratch) / "bundle", params, args.model, args.word2vec, args.char_blstm, args.docnade)
         scorer, corpus = Scorer.load(bundle), Corpus.read(args.corpus)
         started = time.perf_counter()
-        index = build_index(scorer, model_hash(bundle), corpus.tickets, cached=[ChannelVectors.load(args.sentence)])
+        index = build_index(scorer, model_hash(bundle), corpus.tickets, cached=[ChannelVectors.load(args.sentence)],
+                            coherence=params.topics.coherence)
         built = {"tickets": len(index), "dim": index.vectors.d, "bytes_per_ticket": 4 * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}
         index.save(args.out)

@@ -79,7 +79,8 @@ def test_the_served_champion_searches_and_answers_bad_requests_with_a_4xx_and_ke
                                                                             "description": ""}]), 3)
         assert [r["ticket_ids"] for r in rows] == [[h.ticket_id for h in a.hits] for a in expected]
         assert all(len(r["scores"]) == 3 and all(1 <= s <= 5 for s in r["scores"]) and len(r["reasons"]) == 3 for r in rows)
-        assert {"topics", "words"} <= set(rows[0]["reasons"][0])
+        assert {"parts", "topics"} <= set(rows[0]["reasons"][0])
+        assert all(r["raw_scores"] == pytest.approx([h.score for h in a.hits]) for r, a in zip(rows, expected))
 
         for bad, message in ((b'{"dataframe_records": [{"subject": "pump"', "Invalid input"),
                              (search_body([{"subject": "pump"}], 3), "expected ['subject', 'description']"),

@@ -167,9 +167,14 @@ class TopicsConfig:
     heldout: int = 50               # tickets kept out of training for perplexity
     top_words: int = 10
     space: Literal["m2", "m1", "paper"] = "m2"   # the model whose T represents each component (channels/topics.py)
+    coherence: float = 0.1          # NPMI a topic's top words need on the tickets for a search to name the topic
     vocabulary: TopicVocabularyConfig = TopicVocabularyConfig()
     docnade: DocNADETrainConfig = DocNADETrainConfig()
     lda: LDAConfig = LDAConfig()
+
+    def __post_init__(self) -> None:
+        if not -1 <= self.coherence <= 1:
+            raise ConfigError(f"topics.coherence: {self.coherence} is no NPMI; give a threshold in [-1, 1] (-1 names every shared topic)")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The MLflow pyfunc flavour of a bundle and its search index. The request's columns say what it asks:
 
 - `subject, description` (a search): each row's top-k tickets of the knowledge base (k: the request's param, default 10)
-  as ticket_ids, calibrated 1-5 scores, reasons and warnings;
+  as ticket_ids, calibrated 1-5 scores, the raw similarities g (which order equal scores), reasons and warnings;
 - `query_subject, query_description, ticket_subject, ticket_description, ticket_solution` (pairs, as before the index):
   each row's calibrated 1-5 score.
 Bad input is an MlflowException of INVALID_PARAMETER_VALUE, which the scoring server answers with a 400 and the message.
@@ -71,6 +71,7 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         answers = self.searcher.search(queries_of_requests(model_input), k)
         return pd.DataFrame({"ticket_ids": [[h.ticket_id for h in a.hits] for a in answers],
                              "scores": [[round(h.calibrated, 4) for h in a.hits] for a in answers],
+                             "raw_scores": [[h.score for h in a.hits] for a in answers],
                              "reasons": [[h.reasons for h in a.hits] for a in answers],
                              "warnings": [list(a.warnings) for a in answers]})
 

@@ -28,13 +28,18 @@ PAGE = """<!doctype html>
 {% if answer %}
  {% for note in answer.warnings %}<p class="note">{{ note }}</p>{% endfor %}
  <ol id="results">
+ {% set similarities = answer.similarities() %}
  {% for hit in answer.hits %}
   <li class="hit" data-ticket="{{ hit.ticket_id }}"><span class="score">{{ "%.2f"|format(hit.calibrated) }}</span> / 5
+   <span class="similarity" title="the model's raw similarity g, which orders equal scores">g {{ similarities[loop.index0] }}</span>
    &nbsp; <b>{{ hit.ticket_id }}</b> {{ hit.subject }}
    <pre class="solution">{{ hit.solution }}</pre>
    <div class="why">why:
-    {% for topic in hit.reasons.topics %}topic #{{ topic.topic }} ({{ topic.words|join(" ") }}){{ ", " if not loop.last }}{% endfor %}
-    {% if hit.reasons.words %} | shared words: <span class="words">{{ hit.reasons.words|join(", ") }}</span>{% endif %}
+    {% for part in hit.reasons.parts %}<div class="part">query {{ part.query }} ~ ticket {{ part.ticket }}:
+     <span class="phrases">{{ part.phrases|join(", ") }}</span></div>{% else %}no shared words{% endfor %}
+    {% if hit.reasons.topics %}<div class="topics">topics:
+     {% for topic in hit.reasons.topics %}#{{ topic.topic }} ({{ topic.words|join(" ") }}){{ ", " if not loop.last }}{% endfor %}
+    </div>{% endif %}
    </div></li>
  {% endfor %}
  </ol>

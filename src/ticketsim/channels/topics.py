@@ -1,4 +1,5 @@
-"""Channel T end to end: held-out split, DocNADE M1/M2 and LDA, the perplexity table, T vectors and the topic-words report.
+"""Channel T end to end: held-out split, DocNADE M1/M2 and LDA, the perplexity table, T vectors, the topic words with their
+NPMI coherence on the tickets (the report, and which topics a search may name).
 
 As in the paper, M1 learns from the tickets' SUB+DESC and M2 from SUB+DESC+SOL. Which model gives which component's T is
 `topics.space`. The metric takes ||T_p - T_q||_1 between a query and a ticket component, which means something only when
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from ticketsim.channels.cache import COMPONENTS, ChannelVectors, component_texts
 from ticketsim.channels.docnade import (
@@ -36,6 +39,8 @@ from ticketsim.config import TopicsConfig
 from ticketsim.text.tokenize import Tokens
 
 MODELS = {"m1": "sub+desc", "m2": "sub+desc+sol"}  # model -> the ticket text it learns from
+REASON_MODEL = "m2"   # the model whose topics a search names: M2 read SUB+DESC+SOL, every word a query may share with a ticket
+COHERENCE_WORDS = 5   # a topic's coherence is that of its top 5 words: the words a search hit shows
 PAPER_MODEL_OF = {"sub": "m1", "desc": "m1", "sub+desc": "m1", "sol": "m2", "sub+desc+sol": "m2"}
 
 
@@ -162,16 +167,73 @@ def topic_vectors(tokens: Tokens, models: dict[str, TopicModel], space: str = "m
     return ChannelVectors("T", tuple(tokens.queries["query_id"]), tuple(tokens.tickets["ticket_id"]), side(queries), side(tickets))
 
 
-def topic_words_markdown(models: dict[str, TopicModel], k: int, title: str) -> str:
-    """The paper's Table 8: the top k words of every DocNADE topic (hidden unit), and of LDA's topics beside them."""
+def npmi_coherence(topics: Sequence[Sequence[str]], documents: Iterable[Sequence[str]]) -> np.ndarray:
+    """Each topic's coherence on `documents`: the mean over every pair of its words of the normalised PMI of their
+    document co-occurrence (Bouma 2009; Lau et al. 2014), NPMI(a, b) = log(P(a, b) / (P(a) P(b))) / -log P(a, b) with
+    P(.) the share of documents holding the words, in [-1, 1]. Words that never meet score -1 (the limit), a pair in
+    every document 1. Words a topic model ranks high but that rarely share a ticket read as noise to a person."""
+    column = {word: j for j, word in enumerate(dict.fromkeys(w for topic in topics for w in topic))}
+    rows = [sorted({column[w] for w in doc if w in column}) for doc in documents]
+    if not rows:
+        raise ValueError("NPMI coherence needs at least one document")
+    holds = sp.csr_matrix((np.ones(sum(map(len, rows)), dtype=np.float64), np.concatenate([[], *rows]).astype(np.int64),
+                           np.cumsum([0, *map(len, rows)])), shape=(len(rows), len(column)))
+    p = (holds.T @ holds).toarray() / len(rows)          # p[a, b]: share of documents holding a and b; p[a, a]: holding a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        npmi = np.log(p / np.outer(p.diagonal(), p.diagonal())) / -np.log(p)
+    npmi = np.where(p == 0, -1.0, np.where(p == 1, 1.0, npmi))
+    coherence = []
+    for topic in topics:
+        ids = [column[w] for w in topic]
+        pairs = [npmi[a, b] for i, a in enumerate(ids) for b in ids[i + 1:]]
+        coherence.append(float(np.mean(pairs)) if pairs else float("nan"))
+    return np.array(coherence)
+
+
+def topic_words(model: TopicModel, k: int, kind: str = "docnade") -> list[list[str]]:
+    """The top k words of each topic: DocNADE's by the input weights W (see docnade.top_words), LDA's by phi."""
+    weights = model.docnade.W.detach().numpy() if kind == "docnade" else model.lda.topic_word
+    return top_words(weights, model.vocabulary, k)
+
+
+def coherence_table(tokens: Tokens, models: dict[str, TopicModel], k: int) -> dict[str, dict[str, np.ndarray]]:
+    """model -> docnade|lda -> each topic's NPMI coherence of its top COHERENCE_WORDS words (of k) on every ticket's text
+    that the model learns from (M2: SUB+DESC+SOL, the texts a search index holds)."""
+    _, tickets = component_texts(tokens)
+    return {name: {kind: npmi_coherence([words[:COHERENCE_WORDS] for words in topic_words(model, k, kind)], tickets[MODELS[name]])
+                   for kind in ("docnade", "lda")} for name, model in models.items()}
+
+
+def coherence_summary(table: dict[str, dict[str, np.ndarray]], threshold: float) -> dict:
+    """The topics stage's metrics: per model and kind, the mean and median NPMI and how many topics reach `threshold`."""
+    return {"threshold": threshold, "words": COHERENCE_WORDS,
+            **{name: {kind: {"npmi_mean": round(float(np.mean(values)), 4), "npmi_median": round(float(np.median(values)), 4),
+                             "coherent": int(np.sum(values >= threshold)), "topics": len(values)}
+                      for kind, values in kinds.items()} for name, kinds in table.items()}}
+
+
+def topic_words_markdown(models: dict[str, TopicModel], k: int, title: str, coherence: dict[str, dict[str, np.ndarray]],
+                         threshold: float) -> str:
+    """The paper's Table 8: the top k words of every DocNADE topic (hidden unit), LDA's topics beside them, each with its
+    NPMI coherence; a search names a DocNADE M2 topic only at `threshold` or above."""
     lines = [f"# {title}: topic words", "",
              "DocNADE: the words with the largest input weight W[j, w] of hidden unit j (the words that turn topic j on in "
-             "T). LDA: the most probable words of topic j (unrelated numbering).", ""]
+             "T). LDA: the most probable words of topic j (unrelated numbering).", "",
+             f"NPMI: the topic's coherence, the mean normalised PMI of every pair of its first {COHERENCE_WORDS} words by "
+             "their co-occurrence in the tickets' text the model learns from (-1: never together, 0: independent, 1: always "
+             f"together). A search shows a shared DocNADE {REASON_MODEL.upper()} topic's words only at NPMI >= {threshold:g} "
+             "(`topics.coherence`; marked *shown*).", ""]
     for name, model in models.items():
-        docnade = top_words(model.docnade.W.detach().numpy(), model.vocabulary, k)
-        lda = top_words(model.lda.topic_word, model.vocabulary, k)
-        lines += [f"## {name.upper()} ({MODELS[name].upper()})", "", "| topic | DocNADE | LDA |", "| --- | --- | --- |"]
-        lines += [f"| {j} | {' '.join(words)} | {' '.join(lda_words)} |" for j, (words, lda_words) in enumerate(zip(docnade, lda))]
+        docnade, lda = topic_words(model, k, "docnade"), topic_words(model, k, "lda")
+        scores = coherence[name]
+        lines += [f"## {name.upper()} ({MODELS[name].upper()})", "",
+                  f"Coherent topics (NPMI >= {threshold:g}): DocNADE {int(np.sum(scores['docnade'] >= threshold))} of {len(docnade)}, "
+                  f"LDA {int(np.sum(scores['lda'] >= threshold))} of {len(lda)}; mean NPMI DocNADE "
+                  f"{np.mean(scores['docnade']):.3f}, LDA {np.mean(scores['lda']):.3f}.", "",
+                  "| topic | DocNADE | NPMI | LDA | NPMI |", "| --- | --- | ---: | --- | ---: |"]
+        for j, (words, lda_words) in enumerate(zip(docnade, lda)):
+            npmi = f"{scores['docnade'][j]:.3f}" + (" *shown*" if name == REASON_MODEL and scores["docnade"][j] >= threshold else "")
+            lines.append(f"| {j} | {' '.join(words)} | {npmi} | {' '.join(lda_words)} | {scores['lda'][j]:.3f} |")
         lines.append("")
     return "\n".join(lines)
 

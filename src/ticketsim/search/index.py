@@ -1,6 +1,7 @@
 """The knowledge base of a search, as one folder: the tickets' folded vectors in an exact FAISS index (IndexFlat,
-METRIC_L1), the tickets themselves (texts, SUB+DESC+SOL words, top topics), and the hash of the bundle whose weights
-folded them, so that a search with other weights is refused instead of answering wrongly.
+METRIC_L1), the tickets themselves (texts, each part's tokens, standardized topic activity), the coherence a topic needs
+to be named in a reason, and the hash of the bundle whose weights folded them, so that a search with other weights is
+refused instead of answering wrongly.
 
 Adding tickets appends their vectors (a flat index has nothing to rebalance). Channel L is not stored as vectors:
 BM25's statistics (every idf, the mean ticket length) move with each new ticket, so they are rebuilt from the stored
@@ -22,14 +23,15 @@ import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
-from ticketsim.config import BM25Config
-from ticketsim.data.tables import TICKET_SCHEMA
+from ticketsim.channels.topics import REASON_MODEL
+from ticketsim.config import BM25Config, TopicsConfig
+from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import DataError
 from ticketsim.errors import StepError
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import Layout, encode_side
-from ticketsim.search.explain import REASON_MODEL, standardized, topic_activity
 from ticketsim.search.fold import Block
+from ticketsim.search.reasons import standardized, topic_activity
 
 MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.faiss", "tickets.parquet"
 CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
@@ -54,9 +56,10 @@ class TicketIndex:
     model_hash: str
     layout: Layout
     vectors: faiss.IndexFlat
-    tickets: pl.DataFrame       # TICKET_SCHEMA + words (SUB+DESC+SOL tokens) + topics (standardized activity: the reasons)
+    tickets: pl.DataFrame       # TICKET_SCHEMA + tokens (a struct: each part's tokens) + topics (standardized activity)
     topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
     bm25: BM25Config
+    coherence: float            # topics.coherence: the NPMI a topic needs for a reason to name it
     lexical: LexicalIndex = field(init=False)   # BM25's statistics of the tickets, rebuilt by refresh()
     order: np.ndarray = field(init=False)       # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
 
@@ -65,11 +68,15 @@ class TicketIndex:
 
     def refresh(self) -> None:
         ids = tuple(self.tickets["ticket_id"])
-        self.lexical = LexicalIndex.build(ids, self.tickets["words"].to_list(), self.bm25.k1, self.bm25.b)
+        self.lexical = LexicalIndex.build(ids, self.words(), self.bm25.k1, self.bm25.b)
         self.order = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
 
     def __len__(self) -> int:
         return self.vectors.ntotal
+
+    def words(self) -> list[list[str]]:
+        """Every ticket's SUB+DESC+SOL tokens: channel L's documents, and those the reasons' topic model read."""
+        return component_tokens(self.tickets["tokens"].struct.unnest(), TICKET_LEVEL)
 
     def save(self, directory: str | Path) -> None:
         """Write the folder; each file is replaced whole (written aside, then renamed), never left half-written."""
@@ -78,7 +85,8 @@ class TicketIndex:
         manifest = {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d,
                     "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
                                "constant": self.layout.constant},
-                    "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25)}
+                    "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25),
+                    "coherence": self.coherence}
         writers = {VECTORS: lambda path: faiss.write_index(self.vectors, str(path)), TICKETS: self.tickets.write_parquet,
                    MANIFEST: lambda path: path.write_text(json.dumps(manifest) + "\n")}
         for name, write in writers.items():     # the manifest last: it says how many tickets the other files hold
@@ -92,11 +100,15 @@ class TicketIndex:
             raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
                             "or `ticketsim index build`")
         manifest = json.loads((directory / MANIFEST).read_text())
+        if "coherence" not in manifest:
+            raise StepError(f"{directory}: an index of an older ticketsim (no tokens per ticket part, no topic coherence "
+                            "for the reasons); rebuild it with `dvc repro index@<dataset>` or `ticketsim index build`")
         layout = manifest["layout"]
         index = cls(manifest["model_hash"],
                     Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
                     faiss.read_index(str(directory / VECTORS)), pl.read_parquet(directory / TICKETS),
-                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), BM25Config(**manifest["bm25"]))
+                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), BM25Config(**manifest["bm25"]),
+                    manifest["coherence"])
         if not len(index) == index.tickets.height == manifest["tickets"]:
             raise StepError(f"{directory}: {len(index)} vectors, {index.tickets.height} tickets, the manifest says "
                             f"{manifest['tickets']}: the folder is damaged; rebuild it")
@@ -124,28 +136,30 @@ class TicketIndex:
 
 def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
                     cached: Sequence[ChannelVectors] = ()) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
-    """(folded vectors float32, the tickets with their words and standardized topics, the mean and std used), CHUNK
-    tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode."""
+    """(folded vectors float32, the tickets with their parts' tokens and standardized topics, the mean and std used),
+    CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode."""
     tickets = tickets.select(list(TICKET_SCHEMA))
-    vectors, words, activity = [], [], []
+    vectors, parts, activity = [], [], []
     for start in range(0, tickets.height, CHUNK):
         tokens, folded = encode_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
         vectors.append(folded.astype(np.float32))
-        words += component_tokens(tokens, TICKET_LEVEL)
-        activity.append(topic_activity(scorer.topics[REASON_MODEL], words[start:]))
+        parts.append(tokens.select(tokens=pl.struct(list(TICKET_FIELDS))))
+        activity.append(topic_activity(scorer.topics[REASON_MODEL], component_tokens(tokens, TICKET_LEVEL)))
     activity = np.concatenate(activity)
     topic_scale = (activity.mean(0), activity.std(0)) if topic_scale is None else topic_scale
-    frame = tickets.with_columns(words=pl.Series(words, dtype=pl.List(pl.String)),
-                                 topics=pl.Series(standardized(activity, *topic_scale).tolist(), dtype=pl.List(pl.Float32)))
+    frame = pl.concat([tickets, pl.concat(parts)], how="horizontal").with_columns(
+        topics=pl.Series(standardized(activity, *topic_scale).tolist(), dtype=pl.List(pl.Float32)))
     return np.concatenate(vectors), frame, topic_scale
 
 
-def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = ()) -> TicketIndex:
-    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode."""
+def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),
+                coherence: float = TopicsConfig.coherence) -> TicketIndex:
+    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode;
+    coherence: the NPMI a topic needs for a reason to name it (topics.coherence)."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     layout = Layout.of(scorer)
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached)
     index = faiss.IndexFlat(vectors.shape[1], faiss.METRIC_L1)
     index.add(vectors)
-    return TicketIndex(bundle_hash, layout, index, frame, topic_scale, scorer.bm25)
+    return TicketIndex(bundle_hash, layout, index, frame, topic_scale, scorer.bm25, coherence)

@@ -14,12 +14,13 @@ import polars as pl
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.docnade import is_topical
 from ticketsim.channels.lexical import QUERY_LEVEL
+from ticketsim.channels.topics import REASON_MODEL
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
 from ticketsim.data.validate import DataError, shorten
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import encode_side, one_side
-from ticketsim.search.explain import REASON_MODEL, reasons, standardized, topic_activity, topic_words
 from ticketsim.search.index import TicketIndex, model_hash
+from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -32,7 +33,7 @@ class Hit:
     calibrated: float       # g on the 1-5 label scale (the bundle's isotonic calibrator)
     subject: str
     solution: str
-    reasons: dict           # explain.reasons: shared topics with their words, shared words
+    reasons: dict           # reasons.reasons: the matched parts with their shared phrases, the coherent shared topics
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,27 @@ class Answer:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def similarities(self) -> list[str]:
+        """Each hit's raw g as text, with the digits that order hits whose calibrated scores tie."""
+        return similarity_labels([hit.score for hit in self.hits])
+
     def as_text(self, width: int = 60) -> str:
-        """A table for people: rank, ticket, score, subject, the solution's first line, the reasons."""
+        """A table for people: rank, ticket, calibrated score, raw g, subject, the solution's first line, the reasons."""
+        similarities = self.similarities()
+        g_width = max(map(len, similarities), default=1)
+        indent = " " * (28 + g_width)
         lines = [f"query {self.query_id}", *(f"  note: {w}" for w in self.warnings),
-                 f"{'rank':>4}  {'ticket':<12} {'score':>5}  {'subject':<{width}}  solution (first line)"]
-        for hit in self.hits:
+                 f"{'rank':>4}  {'ticket':<12} {'score':>5}  {'g':<{g_width}}  {'subject':<{width}}  solution (first line)"]
+        for hit, g in zip(self.hits, similarities):
             first = hit.solution.strip().splitlines()[0] if hit.solution.strip() else ""
             subject = clip(hit.subject, width)
-            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {subject:<{width}}  {clip(first, width)}")
-            topics = "; ".join(f"#{t['topic']} {' '.join(t['words'])}" for t in hit.reasons["topics"])
-            lines.append(f"{'':26}why: topics {topics or '-'} | words {' '.join(hit.reasons['words']) or '-'}")
+            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {g:<{g_width}}  {subject:<{width}}  "
+                         f"{clip(first, width)}")
+            parts = [f"query {p['query']} ~ ticket {p['ticket']}: {', '.join(p['phrases'])}" for p in hit.reasons["parts"]]
+            lines += [f"{indent}{'why:' if i == 0 else '    '} {part}" for i, part in enumerate(parts or ["no shared words"])]
+            if hit.reasons["topics"]:
+                topics = "; ".join(f"#{t['topic']} ({' '.join(t['words'])})" for t in hit.reasons["topics"])
+                lines.append(f"{indent}     topics {topics}")
         return "\n".join(lines)
 
 
@@ -67,7 +79,11 @@ class Searcher:
         """Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
         index.check(model_hash(bundle), bundle, where)
         self.scorer, self.index = scorer, index
-        self.topic_words = topic_words(scorer.topics[REASON_MODEL])
+        self.topic_labels = self.labels()
+
+    def labels(self) -> TopicLabels:
+        """The reason model's topic words and their coherence on the index's tickets (recomputed when tickets are added)."""
+        return TopicLabels.of(self.scorer.topics[REASON_MODEL], self.index.words(), self.index.coherence)
 
     @classmethod
     def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
@@ -84,21 +100,21 @@ class Searcher:
             raise DataError(problems)
         layout, index = self.index.layout, self.index
         tokens, folded = encode_side(self.scorer, layout, queries, "queries")
-        words = component_tokens(tokens, QUERY_LEVEL)
+        words, parts = component_tokens(tokens, QUERY_LEVEL), tokens.select(QUERY_FIELDS).to_dicts()
         query_topics = standardized(topic_activity(self.scorer.topics[REASON_MODEL], words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
             rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            hits = tuple(self.hit(rank, row, score, calibrated, query_topics[i], words[i]) for rank, (row, score, calibrated)
+            hits = tuple(self.hit(rank, row, score, calibrated, query_topics[i], parts[i]) for rank, (row, score, calibrated)
                          in enumerate(zip(rows, scores, self.scorer.calibrator(scores)), start=1))
             answers.append(Answer(query_id, hits, self.warnings(words[i], k)))
         return answers
 
-    def hit(self, rank: int, row: int, score: float, calibrated: float, query_topics: np.ndarray, query_words: list[str]) -> Hit:
+    def hit(self, rank: int, row: int, score: float, calibrated: float, query_topics: np.ndarray, query_parts: dict) -> Hit:
         ticket = self.index.tickets.row(int(row), named=True)
-        why = reasons(query_topics, ticket["topics"], query_words, ticket["words"], self.topic_words, self.index.lexical.idf)
+        why = reasons(query_parts, ticket["tokens"], query_topics, ticket["topics"], self.topic_labels, self.index.lexical.idf)
         return Hit(rank, ticket["ticket_id"], float(score), float(calibrated), ticket["subject"] or "", ticket["solution"] or "", why)
 
     def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
@@ -118,4 +134,6 @@ class Searcher:
         return component_tokens(tokenize_corpus(corpus, make_tokenizer(self.scorer.text, corpus), progress=False).queries, QUERY_LEVEL)
 
     def add(self, tickets: pl.DataFrame) -> int:
-        return self.index.add(self.scorer, tickets)
+        added = self.index.add(self.scorer, tickets)
+        self.topic_labels = self.labels()    # coherence is measured on the whole knowledge base, as BM25's idf
+        return added
