@@ -24,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.config import load_params
+from ticketsim.experiment import metric_of, reads
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.selection import cross_validate, fold_maps, mean_ap, paired_test, per_query, with_folds
@@ -54,7 +55,7 @@ def dev_run(problem: Problem, scores: np.ndarray) -> pl.DataFrame:
 
 def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm) -> dict:
     """Cross-validated for the first cv_seeds seeds, trained on train and early-stopped on dev for every seed."""
-    variant, started = problem.siamese.variants[name], time.perf_counter()
+    variant, started = problem.siamese.variant(name), time.perf_counter()
     cv_runs, dev_runs = [], []
     for seed in seeds[:cv_seeds]:
         bar.set_postfix(configuration=name, seed=seed)
@@ -97,7 +98,7 @@ def markdown(report: dict) -> str:
     pct = lambda figure: f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
     seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
     lines = [f"{report['dataset']}: {report['queries']} train + dev queries, {report['folds']} folds x {len(report['cv_seeds'])} "
-             f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs']} epochs at most; rerank MAP, %", "",
+             f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs'] or 'their own'} epochs at most; rerank MAP, %", "",
              "| configuration | CV MAP (mean ± std over folds x seeds) | dev MAP (mean ± std over seeds) | seconds |",
              "| --- | ---: | ---: | ---: |"]
     lines += [f"| {name} | {pct(r['cv_map'])} | {pct(r['dev_map'])} | {r['seconds']:.0f} |" for name, r in report["configurations"].items()]
@@ -115,12 +116,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
     parser.add_argument("--dataset", required=True, help="a key of `datasets` in the workspace's params.yaml")
-    parser.add_argument("--variants", nargs="+", required=True, help="names in siamese.variants; the first is the reference")
+    parser.add_argument("--variants", nargs="+", required=True,
+                        help="names in siamese.variants or siamese.finetuned; the first is the reference")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
     parser.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all); "
                                                         "the dev figure uses every seed")
-    parser.add_argument("--epochs", type=int, help="training epochs per model (default: siamese.train.epochs)")
+    parser.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own training config)")
     parser.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
@@ -130,11 +132,12 @@ def main() -> None:
 
     params = load_params(args.workspace / "params.yaml")
     params.dataset(args.dataset)
-    unknown = [name for name in args.variants if name not in params.siamese.variants]
+    every = {**params.siamese.variants, **params.siamese.finetuned}
+    unknown = [name for name in args.variants if name not in every]
     if unknown:
-        parser.error(f"--variants {' '.join(unknown)}: not in siamese.variants (have: {', '.join(params.siamese.variants)})")
+        parser.error(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
     data = args.workspace / "data" / args.dataset
-    needed = {c for name in args.variants for c, w in params.siamese.variants[name].channels.items() if w and c in CACHED}
+    needed = {c for name in args.variants for c in reads(metric_of(every[name])) if c in CACHED}
     needed |= {"S"} if args.baselines else set()
     missing = [str(data / "channels" / f"{c}.npz") for c in sorted(needed) if not (data / "channels" / f"{c}.npz").is_file()]
     if missing:
@@ -142,8 +145,8 @@ def main() -> None:
                      f"sentence_encoder@{args.dataset})")
     channels = [str(data / "channels" / f"{c}.npz") for c in CACHED if (data / "channels" / f"{c}.npz").is_file()]
     problem = stage_problem(params, args.dataset, str(data / "prepared"), str(data / "tokens"), str(data / "channels" / "word2vec.kv"),
-                            str(data / "channels" / "char_blstm.pt"), channels)
-    epochs, cv_seeds = args.epochs or params.siamese.train.epochs, args.cv_seeds or len(args.seeds)
+                            str(data / "channels" / "char_blstm.pt"), channels, [every[name] for name in args.variants])
+    epochs, cv_seeds = args.epochs, args.cv_seeds or len(args.seeds)
 
     results = {}
     with tqdm(total=len(args.variants) * (cv_seeds * args.folds + len(args.seeds)), desc="select", unit="model") as bar:

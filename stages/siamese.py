@@ -58,7 +58,7 @@ def main() -> None:
         tuned = load_tuned(args.variant_file)
         cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
     else:
-        variant = cfg.variants[args.variant]
+        variant = cfg.variant(args.variant)
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)

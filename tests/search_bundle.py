@@ -1,18 +1,21 @@
 """Tiny real bundles for the search tests, built in-process in seconds: channel E, T and the tokenizer trained briefly on a
 small synthetic corpus, S the packaged MiniLM, the LSTM and its learned W and V left random, a linear calibrator."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from tiny_encoder import tiny_encoder
 
 from ticketsim.calibrate import Calibrator
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
+from ticketsim.channels.sentence import load_encoder
 from ticketsim.channels.sumemb import word_vectors
 from ticketsim.channels.topics import fit_topic_models
 from ticketsim.channels.word2vec import corpus_sentences, save_vectors, train_word2vec
 from ticketsim.config import (
     CharBLSTMConfig,
     DocNADETrainConfig,
+    EncoderConfig,
     LDAConfig,
     SentenceConfig,
     SiameseParams,
@@ -25,7 +28,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.experiment import WEIGHTS, build_model, save_model
+from ticketsim.experiment import ENCODER, WEIGHTS, BranchStart, build_model, save_model
 from ticketsim.scorer import write_bundle
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -34,6 +37,8 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
     "all": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2, "S": 0.5, "L": 0.5}, {**CROSS, "sub+desc-sub+desc+sol": 0.3},
                           learn=True, loss="pairwise"),
     "22": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2}, CROSS),
+    # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
+    "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
 }
 SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
 SENTENCE = SentenceConfig(max_tokens=32, overlap=4)   # MiniLM reading 32 tokens: the same code path at an eighth of the cost
@@ -69,16 +74,27 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     from ticketsim.channels.word2vec import load_vectors
 
     cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
-    torch.manual_seed(seed)
-    model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
-                        VARIANTS[variant])
-    if model.weights is not None:   # learned weights unlike the starting ones
-        model.weights.w.data += 0.3 * torch.randn_like(model.weights.w)
-        model.weights.v.data += 0.3 * torch.randn_like(model.weights.v)
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
+    start = None
+    if variant == "FA":     # F from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
+        texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
+                 for text in frame[column]]
+        start = BranchStart(load_encoder(str(tiny_encoder(scratch / "tiny", texts, seed))).model, EncoderConfig(max_tokens=48),
+                            SCALES["S"], 384)
+    torch.manual_seed(seed)
+    model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
+                        VARIANTS[variant], start)
+    with torch.no_grad():   # learned weights unlike the starting ones; an adapter that is not the identity
+        if model.weights is not None:
+            model.weights.w += 0.3 * torch.randn_like(model.weights.w)
+            model.weights.v += 0.3 * torch.randn_like(model.weights.v)
+        if "A" in model.branches:
+            model.branches["A"].map += 0.05 * torch.randn_like(model.branches["A"].map)
     save_model(model, VARIANTS[variant], scratch)
     Calibrator((0.0, 1.0), (1.0, 5.0)).save(scratch / "calibrator.json")
-    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=cfg, scales=SCALES, words=parts.words,
-                        sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json"},
+    encoder = {"encoder": scratch / ENCODER} if (scratch / ENCODER).is_dir() else {}
+    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=EncoderConfig(max_tokens=48)),
+                        scales=SCALES, words=parts.words,
+                        sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
                         sentence=SENTENCE)

@@ -29,11 +29,11 @@ def searchers(parts, tmp_path_factory):
     The index takes S from the model's own pass (as the index stage takes the sentence_encoder stage's S.npz): encoding
     is the slow part, and the pool matrix checks that a cached S folds to the same scores as a recomputed one."""
     root, built = tmp_path_factory.mktemp("bundles"), {}
-    for variant in ("all", "22"):
+    for variant in ("all", "22", "FA"):
         bundle = make_bundle(root / variant, parts, variant)
         scorer = Scorer.load(bundle)
         _, matrix = scorer.score(parts.corpus)
-        sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant == "all" else []
+        sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant != "22" else []
         index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence)
         built[variant] = bundle, scorer, Searcher(scorer, index, bundle), matrix, sentence
     return built
@@ -80,12 +80,13 @@ def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lex
         assert rows.tolist() == best.tolist() and np.allclose(totals, brute[best])
 
 
-@pytest.mark.parametrize("variant", ["all", "22"])
+@pytest.mark.parametrize("variant", ["all", "22", "FA"])
 def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_every_ticket(searchers, parts, variant):
     """'all' weighs every channel, L (BM25: the threshold algorithm) among them, with learned W and V; '22' is the paper's
-    dense-only optimum."""
+    dense-only optimum; 'FA' the trained branches: the fine-tuned encoder F (loaded from the bundle's folder) and the
+    adapter A over S."""
     _, scorer, searcher, matrix, _ = searchers[variant]
-    assert bool(searcher.index.layout.lexical_weight) == (variant == "all")
+    assert bool(searcher.index.layout.lexical_weight) == (variant != "22")
     queries, n = parts.corpus.queries, len(matrix.ticket_ids)
     for k in (n, 3):    # every ticket in order; the top 3 (fewer candidates than tickets: the threshold algorithm stops early)
         for answer, values in zip(searcher.search(queries, k), matrix.values):

@@ -258,11 +258,19 @@ class SiameseParams:
     max_tokens: int = 100        # per component: SemEval comment threads run to thousands of tokens
     train: TrainConfig = TrainConfig()
     variants: dict[str, VariantConfig] = field(default_factory=dict)
+    finetuned: dict[str, VariantConfig] = field(default_factory=dict)   # channel F's rows: stage finetune, off by default
     encoder: EncoderConfig = EncoderConfig()
     selfsup: MiningConfig = MiningConfig()
     final: str = "22"            # the variant logged and registered as the MLflow model
     registered_model: str = "ticketsim-siamese"
     threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
+
+    def variant(self, name: str) -> VariantConfig:
+        """A variant of siamese.variants or siamese.finetuned by name."""
+        every = {**self.variants, **self.finetuned}
+        if name not in every:
+            raise ConfigError(f"params: siamese: no variant {name!r} in variants or finetuned (have: {', '.join(every)})")
+        return every[name]
 
     def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup"] = "labels") -> TrainConfig:
         """siamese.train with the variant's own `train` values over it (and, for phase selfsup, siamese.selfsup.train)."""
@@ -272,6 +280,14 @@ class SiameseParams:
     def registered_name(self, dataset: str) -> str:
         """One registered model per dataset: the final variant trained on it."""
         return f"{self.registered_model}-{dataset}"
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """Stage finetune: the variants of siamese.finetuned (channel F) trained on these datasets; none by default, as an
+    epoch takes minutes on 2 cores (docs/model.md)."""
+
+    datasets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -417,6 +433,7 @@ class Params:
     sentence: SentenceConfig = SentenceConfig()
     rows: dict[str, ChannelRows] = field(default_factory=dict)
     siamese: SiameseParams = SiameseParams()
+    finetune: FinetuneConfig = FinetuneConfig()
     topics: TopicsConfig = TopicsConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     gate: GateConfig = GateConfig()

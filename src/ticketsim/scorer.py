@@ -88,7 +88,7 @@ def final_bundle(directory: str | Path, params: Params, model: str | Path, word2
     it has them, else siamese.variants[siamese.final]. The register and index stages both write it with this one
     function, so the index's model hash is the registered bundle's."""
     model = Path(model)
-    cfg, variant = params.siamese, params.siamese.variants[params.siamese.final]
+    cfg, variant = params.siamese, params.siamese.variant(params.siamese.final)
     if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants
         tuned = build(TunedVariant, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
         cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant

@@ -49,9 +49,10 @@ def per_query(pairs: pl.DataFrame, scores: np.ndarray, depth: int) -> pl.DataFra
 def cross_validate(problem: Problem, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
                    epochs: int | None = None) -> pl.DataFrame:
     """per_query of every query of problem.pairs exactly once, scored by the model trained without its fold, and a
-    column fold. `seed` draws the folds and seeds each model; hidden and epochs default to problem.siamese's."""
+    column fold. `seed` draws the folds and seeds each model; hidden defaults to problem.siamese's, epochs to the
+    variant's own training config."""
     folds = query_folds(problem.pairs["query_id"], k, seed)
-    hidden, epochs = hidden or problem.siamese.hidden, epochs or problem.siamese.train.epochs
+    hidden = hidden or problem.siamese.hidden
     parts = []
     for held_out in range(k):
         pairs = fold_pairs(problem.pairs, folds, held_out)

@@ -107,7 +107,7 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
     tokens = Tokens(tokens.tickets, tokens.queries.filter(pl.col("query_id").is_in(asked)))
     train = pairs.filter(pl.col("split") == "train")
     sentence = next((v for v in channels if v.channel == "S"), None)
-    variants = [params.siamese.variants[params.siamese.final], *variants]
+    variants = [params.siamese.variant(params.siamese.final), *variants]
     start = branch_start(variants, params.siamese, params.sentence, sentence, train)
     mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, sentence, params.seed)
              if corpus is not None and any(v.selfsup for v in variants) else None)
@@ -458,7 +458,7 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
     torch.set_num_threads(params.siamese.threads)   # small matrices: a second thread on a busy box is far slower
     with stage_run(params.tracking, "tune", dataset, logged, raw=getattr(params.datasets.get(dataset), "raw", None)) as parent:
         started = time.perf_counter()
-        final = params.siamese.variants[params.siamese.final]
+        final = params.siamese.variant(params.siamese.final)
         if not cfg.enabled:
             write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden, final.learn, final.loss), out,
                         f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
