@@ -34,7 +34,9 @@ CACHED = ("E", "T", "S")                     # the cached channels a variant may
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
 
 
-def spread(values: list[float]) -> dict:
+def spread(values: list[float]) -> dict | None:
+    if not values:      # --cv-seeds 0: dev figures only
+        return None
     return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
             "values": [float(v) for v in values]}
 
@@ -95,7 +97,7 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
 
 
 def markdown(report: dict) -> str:
-    pct = lambda figure: f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
+    pct = lambda figure: "–" if figure is None else f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
     seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
     lines = [f"{report['dataset']}: {report['queries']} train + dev queries, {report['folds']} folds x {len(report['cv_seeds'])} "
              f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs'] or 'their own'} epochs at most; rerank MAP, %", "",
@@ -120,8 +122,8 @@ def main() -> None:
                         help="names in siamese.variants or siamese.finetuned; the first is the reference")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
-    parser.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all); "
-                                                        "the dev figure uses every seed")
+    parser.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all; 0: no "
+                                                        "cross-validation nor paired tests); the dev figure uses every seed")
     parser.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own training config)")
     parser.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
@@ -146,7 +148,7 @@ def main() -> None:
     channels = [str(data / "channels" / f"{c}.npz") for c in CACHED if (data / "channels" / f"{c}.npz").is_file()]
     problem = stage_problem(params, args.dataset, str(data / "prepared"), str(data / "tokens"), str(data / "channels" / "word2vec.kv"),
                             str(data / "channels" / "char_blstm.pt"), channels, [every[name] for name in args.variants])
-    epochs, cv_seeds = args.epochs, args.cv_seeds or len(args.seeds)
+    epochs, cv_seeds = args.epochs, len(args.seeds) if args.cv_seeds is None else args.cv_seeds
 
     results = {}
     with tqdm(total=len(args.variants) * (cv_seeds * args.folds + len(args.seeds)), desc="select", unit="model") as bar:
@@ -159,7 +161,7 @@ def main() -> None:
               "queries": problem.pairs["query_id"].n_unique(), "folds": args.folds, "seeds": args.seeds,
               "cv_seeds": args.seeds[:cv_seeds], "epochs": epochs,
               "compared": len(args.variants), "configurations": results,
-              "tests": tests(results, args.variants, list(baselines), args.resamples)}
+              "tests": tests(results, args.variants, list(baselines), args.resamples) if cv_seeds else []}
     report["seconds"] = round(time.perf_counter() - started, 1)
     print(markdown(report))
     print(f"\n{report['seconds']:.0f} s")

@@ -55,10 +55,10 @@ def main() -> None:
     params = load_params(args.params)
     cfg = params.siamese
     if args.variant_file:
-        tuned = load_tuned(args.variant_file)
-        cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
+        variant = load_tuned(args.variant_file)
     else:
         variant = cfg.variant(args.variant)
+    cfg = replace(cfg, hidden=variant.hidden or cfg.hidden)
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)
@@ -96,7 +96,7 @@ def main() -> None:
         (out / "scales.json").write_text(json.dumps(scales, indent=2) + "\n")
         (out / "words.json").write_text(json.dumps(inputs.words) + "\n")  # the embedding rows, for the bundle
         if args.variant_file:   # the register stage builds the bundle from these weights, not from siamese.variants
-            (out / "variant.json").write_text(json.dumps({**asdict(variant), "hidden": cfg.hidden}, indent=2) + "\n")
+            (out / "variant.json").write_text(json.dumps(asdict(variant), indent=2) + "\n")
         reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
                          Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
         phases = {phase: {"epochs": len(h.dev_loss), "best_epoch": h.best_epoch, "best_dev_loss": h.best_dev_loss}

@@ -221,6 +221,7 @@ class VariantConfig:
     selfsup: bool = False           # first train the branches on pairs mined from the tickets (siamese.selfsup)
     labels: bool = True             # then (or only) on the labelled pairs; false: no labelled pair is learnt from
     train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)
+    hidden: int | None = None       # the LSTM's size (channel h); None: siamese.hidden (the tune stage writes its choice)
 
 
 @dataclass(frozen=True)
@@ -358,21 +359,6 @@ class TuneConfig:
 
 
 @dataclass(frozen=True)
-class TunedVariant:
-    """The tune stage's output file: the searched variant's weights and LSTM size, read by the final training."""
-
-    channels: dict[str, float]
-    levels: dict[str, float]
-    hidden: int
-    learn: bool = False             # as the searched variant: its W and V go on learning from the tuned values
-    loss: Literal["mse", "pairwise", "softmax"] = "mse"
-
-    @property
-    def variant(self) -> VariantConfig:
-        return VariantConfig(channels=dict(self.channels), levels=dict(self.levels), learn=self.learn, loss=self.loss)
-
-
-@dataclass(frozen=True)
 class TextLengths:
     """Tokens the comparators read of each text; a model's own query_tokens / ticket_tokens override them."""
 
@@ -406,8 +392,9 @@ class ComparatorsConfig:
                      f"comparators.models.{name}.train")
 
 
-def load_tuned(path: str | Path) -> TunedVariant:
-    return build(TunedVariant, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
+def load_tuned(path: str | Path) -> VariantConfig:
+    """The tune stage's file: the final variant with its searched W, V and LSTM size."""
+    return build(VariantConfig, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
 
 
 def load_columns(path: str | Path) -> ColumnMapping:

@@ -31,7 +31,6 @@ from ticketsim.config import (
     SentenceConfig,
     SiameseParams,
     TextConfig,
-    TunedVariant,
     VariantConfig,
     build,
 )
@@ -90,8 +89,7 @@ def final_bundle(directory: str | Path, params: Params, model: str | Path, word2
     model = Path(model)
     cfg, variant = params.siamese, params.siamese.variant(params.siamese.final)
     if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants
-        tuned = build(TunedVariant, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
-        cfg, variant = replace(cfg, hidden=tuned.hidden), tuned.variant
+        variant = build(VariantConfig, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
     return write_bundle(
         directory, text=params.text, variant=variant, siamese=cfg,
         scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),

@@ -29,7 +29,7 @@ import sqlalchemy.exc
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import BM25Config, EvaluationConfig, Params, SiameseParams, TuneConfig, TunedVariant, VariantConfig
+from ticketsim.config import BM25Config, EvaluationConfig, Params, SiameseParams, TuneConfig, VariantConfig
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
@@ -210,10 +210,11 @@ def trial_params(variant: VariantConfig, hidden: int, cfg: TuneConfig) -> dict[s
     return names | ({"hidden": hidden} if cfg.mode == "retrain" else {})
 
 
-def tuned_from(params: dict[str, float], problem: Problem) -> TunedVariant:
-    return TunedVariant(channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
-                        levels={k[2:]: v for k, v in params.items() if k.startswith("V_")},
-                        hidden=int(params.get("hidden", problem.siamese.hidden)), learn=problem.final.learn, loss=problem.final.loss)
+def tuned_from(params: dict[str, float], problem: Problem) -> VariantConfig:
+    """The final variant with a trial's weights and LSTM size."""
+    return replace(problem.final, channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
+                   levels={k[2:]: v for k, v in params.items() if k.startswith("V_")},
+                   hidden=int(params.get("hidden", problem.siamese.hidden)))
 
 
 def evaluate_trial(problem: Problem, cfg: TuneConfig, variant: VariantConfig, hidden: int,
@@ -413,11 +414,10 @@ def default_measures(study: optuna.Study, problem: Problem, cfg: TuneConfig, bas
     return evaluate_trial(problem, cfg, problem.final, problem.siamese.hidden)
 
 
-def write_tuned(tuned: TunedVariant, path: str | Path, note: str) -> None:
-    """The params file the final training reads: channels, levels (the variant) and hidden."""
+def write_tuned(tuned: VariantConfig, path: str | Path, note: str) -> None:
+    """The params file the final training reads: the variant, its weights rounded, and its LSTM size."""
     rounded = lambda weights: {k: round(float(v), 4) for k, v in weights.items()}  # noqa: E731
-    body = {"channels": rounded(tuned.channels), "levels": rounded(tuned.levels), "hidden": int(tuned.hidden),
-            "learn": tuned.learn, "loss": tuned.loss}
+    body = {**asdict(tuned), "channels": rounded(tuned.channels), "levels": rounded(tuned.levels)}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# {note}\n" + "".join(f"{key}: {json.dumps(value)}\n" for key, value in body.items()))
@@ -460,7 +460,7 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
         started = time.perf_counter()
         final = params.siamese.variant(params.siamese.final)
         if not cfg.enabled:
-            write_tuned(TunedVariant(final.channels, final.levels, params.siamese.hidden, final.learn, final.loss), out,
+            write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out,
                         f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
             result = {"enabled": False}
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
