@@ -109,20 +109,51 @@ def pairs_add_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
     from ticketsim.data.intake import add_pairs
 
-    cfg = load_params(args.params).dataset(args.dataset)
-    if cfg.source != "csv":
-        print(f"datasets.{args.dataset} has source {cfg.source!r}; pairs are added to a `csv` dataset "
-              "(for the embedded corpus: ticketsim export --out data/labeled --set-params)", file=sys.stderr)
+    cfg = csv_dataset(load_params(args.params), args.dataset)
+    if cfg is None:
         return ERROR
     result = add_pairs(cfg.raw, args.file, cfg.split, datetime.now(timezone.utc), tickets=args.tickets, queries=args.queries)
     print(result.render(), file=sys.stdout if result.ok else sys.stderr)
-    pointer = Path(f"{cfg.raw}.dvc")
-    if result.written and pointer.exists():  # keep the DVC pointer in step, so a later `dvc pull` cannot undo the intake
-        if subprocess.run([sys.executable, "-m", "dvc", "add", cfg.raw], check=False).returncode:
-            print(f"the pairs were added, but `dvc add {cfg.raw}` failed: run it before any `dvc pull`", file=sys.stderr)
-            return ERROR
-        print(f"updated {pointer}: commit it with git, then `dvc push`")
+    if result.written and not pointer_updated(cfg.raw):
+        return ERROR
     return 0 if result.ok else BAD_INPUT
+
+
+def feedback_export_command(args: argparse.Namespace) -> int:
+    from ticketsim.config import load_params
+    from ticketsim.data.feedback import export
+
+    params = load_params(args.params)
+    cfg = csv_dataset(params, args.dataset)
+    if cfg is None:
+        return ERROR
+    result = export(args.journal or params.serve.feedback, cfg.raw, cfg.split, datetime.now(timezone.utc))
+    print(result.render(), file=sys.stdout if result.intake.ok else sys.stderr)
+    if result.intake.written and not pointer_updated(cfg.raw):
+        return ERROR
+    return 0 if result.intake.ok else BAD_INPUT
+
+
+def csv_dataset(params, name: str):
+    """The DatasetConfig labelled pairs are added to, or None (said why) when it is not a `csv` dataset."""
+    cfg = params.dataset(name)
+    if cfg.source != "csv":
+        print(f"datasets.{name} has source {cfg.source!r}; pairs are added to a `csv` dataset "
+              "(for the embedded corpus: ticketsim export --out data/labeled --set-params)", file=sys.stderr)
+        return None
+    return cfg
+
+
+def pointer_updated(raw: str) -> bool:
+    """After an intake wrote to `raw`: keep its DVC pointer in step (so a later `dvc pull` cannot undo the intake)."""
+    pointer = Path(f"{raw}.dvc")
+    if not pointer.exists():
+        return True
+    if subprocess.run([sys.executable, "-m", "dvc", "add", raw], check=False).returncode:
+        print(f"the pairs were added, but `dvc add {raw}` failed: run it before any `dvc pull`", file=sys.stderr)
+        return False
+    print(f"updated {pointer}: commit it with git, then `dvc push`")
+    return True
 
 
 def gate_command(args: argparse.Namespace) -> int:
@@ -220,12 +251,32 @@ def index_add_command(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from ticketsim.search.searcher import Searcher
-    from ticketsim.web import create_app
+    import os
 
-    app = create_app(Searcher.load(args.model, args.index))
-    print(f"ticketsim serve: http://{args.host}:{args.port}/ (Ctrl-C stops it)", flush=True)
-    app.run(host=args.host, port=args.port, threaded=False)   # one search at a time: the model is not shared across threads
+    from ticketsim.access import TOKEN_VARIABLE, Access
+    from ticketsim.config import ServeConfig, load_params
+    from ticketsim.data.feedback import Journal
+    from ticketsim.search.searcher import check_folders
+    from ticketsim.wsgi import import_heavy, run, worker_app
+
+    # Without a params file (a bundle served outside the repo) the defaults apply; a --params that is missing is an error.
+    settings = load_params(args.params).serve if args.params or Path("params.yaml").is_file() else ServeConfig()
+    host, port, workers = args.host or settings.host, args.port or settings.port, args.workers or settings.workers
+    access = Access(host, args.token or os.environ.get(TOKEN_VARIABLE) or None)
+    journal = Journal(args.feedback or settings.feedback)
+    check_folders(args.model, args.index)
+    import_heavy()
+
+    def make_app(searcher):
+        from ticketsim.web import create_app
+
+        return create_app(searcher, settings, journal, access)
+
+    writes = ("needs the token" if access.token else f"closed: no token ({TOKEN_VARIABLE} or --token)") \
+        if access.needs_token else "from this machine only"
+    print(f"ticketsim serve: http://{host}:{port}/ ({workers} workers; feedback to {journal.path}, {writes}; "
+          "Ctrl-C stops it)", flush=True)
+    run(worker_app(args.model, args.index, make_app), settings, host, port, workers)
     return OK
 
 
@@ -309,13 +360,25 @@ def main(argv: list[str] | None = None) -> int:
     grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")
     grow.set_defaults(run=index_add_command)
     serve = commands.add_parser("serve", help="a small search page over the index (a query form, ranked tickets, reasons)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", help="the address to listen on (default: serve.host, 127.0.0.1); off loopback, feedback "
+                                      "needs the token")
+    serve.add_argument("--port", type=positive, help="default: serve.port (8000)")
+    serve.add_argument("--workers", type=positive, help="gunicorn worker processes (default: serve.workers)")
+    serve.add_argument("--feedback", help="the feedback journal (default: serve.feedback, feedback/judgments.jsonl)")
+    serve.add_argument("--token", help="the token that writing feedback needs (better: the variable TICKETSIM_FEEDBACK_TOKEN, "
+                                       "which `ps` does not show)")
+    serve.add_argument("--params", help="the params file of serve.* (default: params.yaml when there is one)")
     serve.set_defaults(run=serve_command)
+    feedback = commands.add_parser("feedback", help="judgments from the search page and the served model")
+    feedback_export = feedback.add_subparsers(dest="action", required=True).add_parser(
+        "export", help="hand the journal's new judgments to a csv dataset as labelled pairs (as `pairs add`); exit 65 if refused")
+    feedback_export.add_argument("--journal", help="default: serve.feedback (feedback/judgments.jsonl)")
+    feedback_export.add_argument("--dataset", default="default", help="a dataset of params.yaml with source: csv")
+    feedback_export.set_defaults(run=feedback_export_command)
     for command in (search, build_parser, grow, serve):
         command.add_argument("--model", default="models/default/bundle", help="a bundle (default: models/default/bundle)")
         command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
-    for command in (validate, evaluate, export, add, gate, rollback_parser, run, tune):
+    for command in (validate, evaluate, export, add, feedback_export, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
     for command in (validate, build_parser, grow):
         command.add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "

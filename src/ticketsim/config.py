@@ -318,6 +318,23 @@ class RetrainConfig:
 
 
 @dataclass(frozen=True)
+class ServeConfig:
+    """`ticketsim serve` (the search page and its JSON API on gunicorn) and the feedback journal it writes.
+
+    The feedback token is never a param (params.yaml is in git): `--token` or the variable TOKEN_VARIABLE (ticketsim.web).
+    """
+
+    host: str = "127.0.0.1"         # loopback; on any other address writing feedback needs the token
+    port: int = 8000
+    workers: int = 2                # gunicorn processes, each one search at a time; the model is loaded once, before the fork
+    timeout: int = 120              # seconds a worker may take to load the model, or to answer one request
+    max_k: int = 100                # tickets one search may ask for
+    max_text: int = 4000            # characters of a query's subject + description
+    max_request_bytes: int = 65536  # a larger body is refused (413); a URL is bounded at 8190 bytes by gunicorn
+    feedback: str = "feedback/judgments.jsonl"   # the journal of judgments; contradicting ones go beside it
+
+
+@dataclass(frozen=True)
 class PrunerConfig:
     """Optuna's MedianPruner: a trial stops when its dev objective at an epoch is worse than the median of earlier trials'."""
 
@@ -425,6 +442,7 @@ class Params:
     embedding: EmbeddingConfig = EmbeddingConfig()
     gate: GateConfig = GateConfig()
     retrain: RetrainConfig = RetrainConfig()
+    serve: ServeConfig = ServeConfig()
     tune: TuneConfig = TuneConfig()
     comparators: ComparatorsConfig = ComparatorsConfig()
 

@@ -124,10 +124,7 @@ class Scorer:
     @classmethod
     def load(cls, directory: str | Path) -> Scorer:
         directory = Path(directory)
-        if not (directory / "manifest.json").is_file():
-            raise StepError(f"{directory}: not a model bundle (no manifest.json); the register stage writes one to "
-                            "models/<dataset>/bundle (`dvc repro register@<dataset>`)")
-        manifest = json.loads((directory / "manifest.json").read_text())
+        manifest = bundle_manifest(directory)
         variant = build(VariantConfig, manifest["variant"], "manifest.variant")
         model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder"),
                            manifest["scales"])
@@ -206,3 +203,10 @@ def evaluate_bundle(directory: str | Path, corpus: Corpus, cfg: EvaluationConfig
     scores, matrix = scorer.score(corpus)
     results = evaluate_method(corpus.pairs, scores, matrix, cfg, scorer.calibrator)
     return results, scored_pairs(corpus.pairs, scores, scorer.calibrator)
+
+
+def bundle_manifest(directory: Path) -> dict:
+    if not (directory / "manifest.json").is_file():
+        raise StepError(f"{directory}: not a model bundle (no manifest.json); the register stage writes one to "
+                        "models/<dataset>/bundle (`dvc repro register@<dataset>`)")
+    return json.loads((directory / "manifest.json").read_text())

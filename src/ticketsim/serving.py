@@ -3,26 +3,38 @@
 - `subject, description` (a search): each row's top-k tickets of the knowledge base (k: the request's param, default 10)
   as ticket_ids, calibrated 1-5 scores, the raw similarities g (which order equal scores), reasons and warnings;
 - `query_subject, query_description, ticket_subject, ticket_description, ticket_solution` (pairs, as before the index):
-  each row's calibrated 1-5 score.
+  each row's calibrated 1-5 score;
+- `subject, description, ticket_id, label` (judgments, YES/REL/NO): each row recorded in the feedback journal as the
+  search page records a click (ticketsim.data.feedback), answered with its status (recorded, repeated, conflict). The
+  model cannot tell which address it is served on, so it takes feedback only when served with TICKETSIM_FEEDBACK (the
+  journal file) and TICKETSIM_FEEDBACK_TOKEN set, from requests whose param `token` is that token (else 403 / 401).
 Bad input is an MlflowException of INVALID_PARAMETER_VALUE, which the scoring server answers with a 400 and the message.
 """
 from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
 
 import mlflow
 import pandas as pd
 import polars as pl
 from mlflow.exceptions import MlflowException
 from mlflow.models import ModelSignature
-from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, PERMISSION_DENIED, UNAUTHENTICATED
 from mlflow.types.schema import ParamSchema, ParamSpec
 
+from ticketsim.access import TOKEN_VARIABLE, Access
+from ticketsim.config import ServeConfig
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
+from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError
 from ticketsim.scorer import Scorer
 
 COLUMNS = ("query_subject", "query_description", "ticket_subject", "ticket_description", "ticket_solution")
+FEEDBACK_COLUMNS = (*QUERY_FIELDS, "ticket_id", "label")
+JOURNAL_VARIABLE = "TICKETSIM_FEEDBACK"
 DEFAULT_K = 10
-SIGNATURE = ModelSignature(inputs=None, params=ParamSchema([ParamSpec("k", "long", DEFAULT_K)]))
+SIGNATURE = ModelSignature(inputs=None, params=ParamSchema([ParamSpec("k", "long", DEFAULT_K), ParamSpec("token", "string", "")]))
 
 
 def corpus_of_requests(frame: pd.DataFrame) -> Corpus:
@@ -51,6 +63,7 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         self.scorer = Scorer.load(bundle)
         # Versions registered before the index existed score pairs only.
         self.searcher = Searcher(self.scorer, TicketIndex.load(index), bundle, "the model's index") if index else None
+        self.journal: Journal | None = None     # opened on the first judgment
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.Series | pd.DataFrame:
         try:
@@ -58,22 +71,44 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
                 # Each request row is its own query-ticket pair: the query x pool matrix would be wasted (and n^2 large).
                 scores, _ = self.scorer.score(corpus_of_requests(model_input), pool=False)
                 return pd.Series(self.scorer.calibrator(scores), name="score")
+            if set(FEEDBACK_COLUMNS) <= set(model_input.columns):
+                return self.judge(model_input, str((params or {}).get("token") or ""))
             if set(QUERY_FIELDS) <= set(model_input.columns):
                 return self.search(model_input, int((params or {}).get("k", DEFAULT_K)))
-            raise DataError([f"request columns {list(model_input.columns)}: expected {list(QUERY_FIELDS)} (a search) or "
-                             f"{list(COLUMNS)} (query-ticket pairs to score)"])
+            raise DataError([f"request columns {list(model_input.columns)}: expected {list(QUERY_FIELDS)} (a search), "
+                             f"{list(FEEDBACK_COLUMNS)} (judgments) or {list(COLUMNS)} (query-ticket pairs to score)"])
         except DataError as error:
             raise MlflowException("; ".join(error.problems), INVALID_PARAMETER_VALUE) from None
 
     def search(self, model_input: pd.DataFrame, k: int) -> pd.DataFrame:
         if self.searcher is None:
             raise DataError(["this model version was registered without a search index: it scores query-ticket pairs only"])
+        if k > ServeConfig.max_k:
+            raise DataError([f"k = {k}: at most {ServeConfig.max_k} tickets per search"])
         answers = self.searcher.search(queries_of_requests(model_input), k)
         return pd.DataFrame({"ticket_ids": [[h.ticket_id for h in a.hits] for a in answers],
                              "scores": [[round(h.calibrated, 4) for h in a.hits] for a in answers],
                              "raw_scores": [[h.score for h in a.hits] for a in answers],
                              "reasons": [[h.reasons for h in a.hits] for a in answers],
                              "warnings": [list(a.warnings) for a in answers]})
+
+    def judge(self, model_input: pd.DataFrame, token: str) -> pd.DataFrame:
+        """Record each row's judgment in the journal TICKETSIM_FEEDBACK names; a row of bad input refuses the request."""
+        if self.searcher is None:
+            raise DataError(["this model version was registered without a search index: it takes no judgments"])
+        path, expected = os.environ.get(JOURNAL_VARIABLE), os.environ.get(TOKEN_VARIABLE)
+        if not (path and expected):
+            raise MlflowException(f"this server takes no feedback: serve the model with {JOURNAL_VARIABLE}=<journal file> and "
+                                  f"{TOKEN_VARIABLE}=<token> set, and send the token as the param `token`", PERMISSION_DENIED)
+        refused = Access("", expected).refusal(token or None)
+        if refused:
+            raise MlflowException(refused + " (the param `token`)", UNAUTHENTICATED)
+        if self.journal is None or str(self.journal.path) != path:
+            self.journal = Journal(path)
+        rows = model_input[list(FEEDBACK_COLUMNS)].fillna("").astype(str).to_dict("records")
+        now = datetime.now(timezone.utc)
+        done = [self.journal.record(Judgment(**row, via="model"), self.searcher.ticket(row["ticket_id"]), now) for row in rows]
+        return pd.DataFrame([outcome.as_dict() for outcome in done])
 
 
 def log_bundle(bundle: str, registered_name: str, index: str | None = None) -> str:

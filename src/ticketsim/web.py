@@ -1,12 +1,32 @@
-"""`ticketsim serve`: one small search page over a Searcher: a query form, the ranked tickets with their solution and
-the reasons each was found. A GET form, so a search is a link; bad input is answered on the page with a 400."""
+"""`ticketsim serve`'s Flask app: the search page and its small JSON API, over one Searcher and one feedback Journal.
+
+- `GET /`: a query form (GET, so a search is a link), the ranked tickets with their solution, the reasons each was
+  found, and per hit the buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post to `/feedback`;
+- `GET /api/search?subject=&description=&k=`: the same answer as JSON; `POST /api/feedback` (JSON: subject, description,
+  ticket_id, label): one judgment, answered once it is on disk (ticketsim.data.feedback);
+- `GET /health`: ok.
+Bad input is a 400 with the problems; k, the query's text and request bodies are bounded (params serve). Writing
+feedback needs the token when the server has one, and always off loopback (Access); a cross-site POST is refused.
+Every text is escaped on the page (Jinja autoescape): a ticket is data, never markup. ticketsim.wsgi runs it on gunicorn.
+"""
 from __future__ import annotations
 
-import polars as pl
-from flask import Flask, render_template_string, request
+from datetime import datetime, timezone
+from urllib.parse import urlencode, urlsplit
 
+import polars as pl
+from flask import Flask, jsonify, redirect, render_template_string, request
+
+from ticketsim.access import Access
+from ticketsim.config import ServeConfig
+from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError
-from ticketsim.search.searcher import Searcher
+from ticketsim.search.searcher import Answer, Searcher
+
+COOKIE = "ticketsim_token"
+JUDGMENTS = {"YES": "solved it", "REL": "related", "NO": "not relevant"}
+STATUS = {"recorded": 200, "repeated": 200, "conflict": 409}
+
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ticketsim search</title>
@@ -16,6 +36,7 @@ PAGE = """<!doctype html>
  textarea { height: 4rem; } .error, .note { padding: .5rem; } .error { background: #fdd; } .note { background: #ffd; }
  ol { padding-left: 1.5rem; } li { margin: .8rem 0; } .score { font-weight: bold; } .why { color: #555; font-size: .9rem; }
  pre { white-space: pre-wrap; background: #f4f4f4; padding: .4rem; margin: .3rem 0; }
+ .judge, .token { display: block; margin-top: .3rem; } .judge button.chosen { font-weight: bold; outline: 2px solid #484; } .token { margin: .5rem 0; }
 </style></head><body>
 <h1>Search the knowledge base</h1>
 <form method="get" action="/">
@@ -25,6 +46,14 @@ PAGE = """<!doctype html>
  <span></span><button type="submit">Search</button>
 </form>
 {% if error %}<p class="error" role="alert">{{ error }}</p>{% endif %}
+{% if notice %}<p class="note" id="notice" role="status">{{ notice }}</p>{% endif %}
+{% if ask_token %}
+<form class="token" method="post" action="/token">
+ <label for="token">Feedback on this server needs its token</label> <input id="token" name="token" type="password">
+ <input type="hidden" name="subject" value="{{ subject }}"><input type="hidden" name="description" value="{{ description }}">
+ <input type="hidden" name="k" value="{{ k }}"><button type="submit">Use it</button>
+</form>
+{% endif %}
 {% if answer %}
  {% for note in answer.warnings %}<p class="note">{{ note }}</p>{% endfor %}
  <ol id="results">
@@ -40,7 +69,13 @@ PAGE = """<!doctype html>
     {% if hit.reasons.topics %}<div class="topics">topics:
      {% for topic in hit.reasons.topics %}#{{ topic.topic }} ({{ topic.words|join(" ") }}){{ ", " if not loop.last }}{% endfor %}
     </div>{% endif %}
-   </div></li>
+   </div>
+   <form class="judge" method="post" action="/feedback">
+    <input type="hidden" name="subject" value="{{ subject }}"><input type="hidden" name="description" value="{{ description }}">
+    <input type="hidden" name="k" value="{{ k }}"><input type="hidden" name="ticket_id" value="{{ hit.ticket_id }}">
+    {% for label, text in judgments.items() %}<button type="submit" name="label" value="{{ label }}"
+     {%- if judged == (hit.ticket_id, label) %} class="chosen"{% endif %}>{{ text }}</button> {% endfor %}
+   </form></li>
  {% endfor %}
  </ol>
 {% endif %}
@@ -48,23 +83,101 @@ PAGE = """<!doctype html>
 """
 
 
-def create_app(searcher: Searcher) -> Flask:
+def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, access: Access) -> Flask:
     app = Flask("ticketsim")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+
+    def query_of(values) -> tuple[str, str, str]:
+        """subject, description and k as typed (a browser sends a textarea's line breaks as CRLF)."""
+        text = [values.get(name, "").replace("\r\n", "\n") for name in ("subject", "description")]
+        return text[0], text[1], values.get("k", "10")
+
+    def search(subject: str, description: str, k: str) -> Answer:
+        """The answer of one query, or a DataError for bad input (k not a number or out of bounds, the text too long)."""
+        problems = []
+        if not k.strip().isdigit() or not 1 <= int(k) <= settings.max_k:
+            problems.append(f"tickets: {k[:20]!r} is not a whole number from 1 to {settings.max_k}")
+        if len(subject) + len(description) > settings.max_text:
+            problems.append(f"the query has {len(subject) + len(description)} characters; at most {settings.max_text} are read")
+        if problems:
+            raise DataError(problems)
+        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(k))[0]
+
+    def page(subject: str, description: str, k: str, notice: str | None = None, error: str | None = None,
+             judged: tuple[str, str] | None = None, status: int = 200):
+        answer = None
+        if "subject" in request.values or "description" in request.values:
+            try:
+                answer = search(subject, description, k)
+            except DataError as bad:
+                error, status = "; ".join(bad.problems), 400
+        html = render_template_string(PAGE, subject=subject, description=description, k=k, answer=answer, error=error,
+                                      notice=notice, judged=judged, judgments=JUDGMENTS,
+                                      ask_token=access.token is not None and access.refusal(request.cookies.get(COOKIE)) is not None)
+        return html, status
+
+    def cross_site() -> bool:
+        """A POST another site's page made the browser send (its Origin is not this server)."""
+        origin = request.headers.get("Origin")
+        return origin is not None and urlsplit(origin).netloc != request.host
+
+    def judge(values, via: str, given: str | None) -> tuple[int, dict]:
+        """Record one judgment; (HTTP status, what became of it or why not)."""
+        refused = access.refusal(given)
+        if refused:
+            return 401, {"problems": [refused]}
+        subject, description, _ = query_of(values)
+        judgment = Judgment(subject, description, str(values.get("ticket_id", "")), str(values.get("label", "")), via)
+        if len(subject) + len(description) > settings.max_text:
+            return 400, {"problems": [f"the query has {len(subject) + len(description)} characters; at most {settings.max_text}"]}
+        try:
+            recorded = journal.record(judgment, searcher.ticket(judgment.ticket_id), datetime.now(timezone.utc))
+        except DataError as bad:
+            return 400, {"problems": bad.problems}
+        return STATUS[recorded.status], recorded.as_dict()
 
     @app.get("/")
-    def page():
-        subject, description = request.args.get("subject", ""), request.args.get("description", "")
-        k, answer, error = request.args.get("k", "10"), None, None
-        if "subject" in request.args or "description" in request.args:
-            try:
-                if not k.strip().isdigit():
-                    raise DataError([f"tickets: {k!r} is not a whole number"])
-                query = pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]})
-                answer = searcher.search(query, int(k))[0]
-            except DataError as bad:
-                error = "; ".join(bad.problems)
-        html = render_template_string(PAGE, subject=subject, description=description, k=k, answer=answer, error=error)
-        return html, 400 if error else 200
+    def search_page():
+        return page(*query_of(request.args))
+
+    @app.post("/feedback")
+    def feedback_form():
+        if cross_site():
+            return "refused: a form of another site posted here", 403
+        status, outcome = judge(request.form, "page", request.cookies.get(COOKIE))
+        notice = outcome.get("message")
+        judged = (request.form.get("ticket_id", ""), request.form.get("label", "")) if status == 200 else None
+        return page(*query_of(request.form), notice=notice, error="; ".join(outcome.get("problems", [])) or None,
+                    judged=judged, status=status)
+
+    @app.post("/token")
+    def token_form():
+        if cross_site():
+            return "refused: a form of another site posted here", 403
+        given = request.form.get("token", "")
+        if access.token is None or access.refusal(given):
+            return page(*query_of(request.form), error="that is not this server's feedback token", status=401)
+        subject, description, k = query_of(request.form)
+        response = redirect("/?" + urlencode({"subject": subject, "description": description, "k": k}), code=303)
+        response.set_cookie(COOKIE, given, httponly=True, samesite="Strict", secure=request.is_secure)
+        return response
+
+    @app.get("/api/search")
+    def search_api():
+        try:
+            return jsonify(search(*query_of(request.args)).as_dict())
+        except DataError as bad:
+            return jsonify(problems=bad.problems), 400
+
+    @app.post("/api/feedback")
+    def feedback_api():
+        values = request.get_json(silent=True)
+        if not isinstance(values, dict):    # also what keeps other sites out: their forms cannot send JSON
+            return jsonify(problems=["expected a JSON object: subject, description, ticket_id, label (YES/REL/NO)"]), 400
+        bearer = request.headers.get("Authorization", "")
+        given = bearer.removeprefix("Bearer ").strip() if bearer.startswith("Bearer ") else request.cookies.get(COOKIE)
+        status, outcome = judge({key: str(value) for key, value in values.items()}, "api", given)
+        return jsonify(outcome), status
 
     @app.get("/health")
     def health():

@@ -66,14 +66,23 @@ def text_query_id(subject: str, description: str) -> str:
 def add_pairs(folder: str | Path, file: str | Path, fractions: dict[str, float], now: datetime,
               tickets: str | Path | None = None, queries: str | Path | None = None) -> IntakeResult:
     """Append the pairs of `file` (plus new tickets/queries from the optional files) to `folder`, or refuse them all."""
-    folder, file = Path(folder), Path(file)
-    stamp = now.isoformat(timespec="seconds")
+    file = Path(file)
+    try:
+        batch = read_batch(file, Path(tickets) if tickets else None, Path(queries) if queries else None,
+                           now.isoformat(timespec="seconds"))
+    except DataError as error:
+        return IntakeResult(file, {}, refused=tuple(error.problems))
+    return add_batch(folder, file, batch, fractions)
+
+
+def add_batch(folder: str | Path, file: Path, batch: dict[str, pl.DataFrame], fractions: dict[str, float]) -> IntakeResult:
+    """Append a batch as read_batch returns it (raw tables with origins and provenance) to `folder`, or refuse it all."""
+    folder = Path(folder)
     try:
         paths = {table: table_file(folder, table) for table in TABLES}
         existing = {table: read_table(path, table) for table, path in paths.items()}
         # The folder must pass on its own first: its resolved splits are what new pairs of its queries inherit.
         resolved = validate(*existing.values(), fractions, IntakeReport()).pairs
-        batch = read_batch(file, Path(tickets) if tickets else None, Path(queries) if queries else None, stamp)
     except DataError as error:
         return IntakeResult(file, {}, refused=tuple(error.problems))
 

@@ -49,6 +49,22 @@ def model_hash(bundle: str | Path) -> str:
     return digest.hexdigest()
 
 
+def read_manifest(directory: Path) -> dict:
+    if not (directory / MANIFEST).is_file():
+        raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
+                        "or `ticketsim index build`")
+    return json.loads((directory / MANIFEST).read_text())
+
+
+def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
+    """IndexMismatch unless the index at `where` was folded with the weights of `bundle`."""
+    if scorer_hash != index_hash:
+        raise IndexMismatch(
+            f"{where} was built with other model weights (bundle hash {index_hash[:12]}) than {bundle} "
+            f"({scorer_hash[:12]}): its ticket vectors would be scored by the wrong model. Rebuild it: "
+            f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where}`")
+
+
 @dataclass(eq=False)
 class TicketIndex:
     """Row i of the FAISS index is ticket i of `tickets`. Made by build_index or load; add() grows it in place."""
@@ -96,10 +112,7 @@ class TicketIndex:
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
         directory = Path(directory)
-        if not (directory / MANIFEST).is_file():
-            raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
-                            "or `ticketsim index build`")
-        manifest = json.loads((directory / MANIFEST).read_text())
+        manifest = read_manifest(directory)
         if "coherence" not in manifest:
             raise StepError(f"{directory}: an index of an older ticketsim (no tokens per ticket part, no topic coherence "
                             "for the reasons); rebuild it with `dvc repro index@<dataset>` or `ticketsim index build`")
@@ -115,11 +128,7 @@ class TicketIndex:
         return index
 
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
-        if scorer_hash != self.model_hash:
-            raise IndexMismatch(
-                f"{where} was built with other model weights (bundle hash {self.model_hash[:12]}) than {bundle} "
-                f"({scorer_hash[:12]}): its ticket vectors would be scored by the wrong model. Rebuild it: "
-                f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where}`")
+        check_hash(self.model_hash, scorer_hash, bundle, where)
 
     def add(self, scorer: Scorer, tickets: pl.DataFrame) -> int:
         """Append tickets (TICKET_SCHEMA, ids new to the index); returns how many. BM25's statistics are rebuilt."""

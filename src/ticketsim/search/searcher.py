@@ -15,11 +15,11 @@ from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.docnade import is_topical
 from ticketsim.channels.lexical import QUERY_LEVEL
 from ticketsim.channels.topics import REASON_MODEL
-from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
+from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
 from ticketsim.data.validate import DataError, shorten
-from ticketsim.scorer import Scorer
+from ticketsim.scorer import Scorer, bundle_manifest
 from ticketsim.search.encode import encode_side, one_side
-from ticketsim.search.index import TicketIndex, model_hash
+from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_manifest
 from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
@@ -133,7 +133,18 @@ class Searcher:
         corpus = one_side(queries, "queries")
         return component_tokens(tokenize_corpus(corpus, make_tokenizer(self.scorer.text, corpus), progress=False).queries, QUERY_LEVEL)
 
+    def ticket(self, ticket_id: str) -> dict | None:
+        """A ticket of the knowledge base as indexed (its id and texts), or None when there is no such id."""
+        found = self.index.tickets.filter(pl.col("ticket_id") == ticket_id.strip()).select(list(TICKET_SCHEMA))
+        return found.row(0, named=True) if found.height else None
+
     def add(self, tickets: pl.DataFrame) -> int:
         added = self.index.add(self.scorer, tickets)
         self.topic_labels = self.labels()    # coherence is measured on the whole knowledge base, as BM25's idf
         return added
+
+
+def check_folders(bundle: str | Path, index: str | Path) -> None:
+    """Searcher.load's checks that load no model (for ticketsim.wsgi, which must not load one before it forks)."""
+    bundle_manifest(Path(bundle))
+    check_hash(read_manifest(Path(index))["model_hash"], model_hash(bundle), bundle, index)

@@ -1,0 +1,224 @@
+"""The feedback journal: what people judged on the search page, its JSON API or the served model, kept as a batch of new
+labelled pairs in the JSONL layout of `ticketsim pairs add`, appended atomically, and handed to a csv dataset by export.
+
+A judgment is a query's text, the id of a ticket it was shown and a label (YES/REL/NO). It is checked by
+ticketsim.data.validate against that ticket, as every intake is; its query gets the text id of ticketsim.data.intake
+(`q-` + hash), so one query judged twice is one query. One line per judgment:
+    {"query_id", "subject", "description", "ticket_id", "label", "judged_at", "via"}
+The same label for a pair judged before is not written again. Another label is kept apart in `conflicts.jsonl` beside
+the journal, with where the first one is, and reported: never written over the first, a person decides.
+
+Appending: each writer (any thread of any gunicorn worker) holds an exclusive flock on the journal, reads what others
+appended since its last look, writes its line with one write() and fsyncs before it returns, so a judgment that was
+answered survives a killed server. A line cut short by a crash was never answered: it is dropped before the next append.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from ticketsim.data.csvsource import read_table, table_file
+from ticketsim.data.intake import IntakeResult, add_batch, read_batch, text_query_id
+from ticketsim.data.tables import LABELS, TICKET_FIELDS
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, parse_label, validate
+
+LABEL_NAMES = {value: name for name, value in LABELS.items()}     # 5 -> YES: the journal says what the person clicked
+CONFLICTS = "conflicts.jsonl"
+
+
+@dataclass(frozen=True)
+class Judgment:
+    subject: str
+    description: str
+    ticket_id: str
+    label: str
+    via: str            # page | api | model: where the click came from
+
+    def query_id(self) -> str:
+        return text_query_id(self.subject, self.description)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What became of one judgment: `recorded` (a new line), `repeated` (that pair had that label already: nothing
+    written) or `conflict` (another label was given before: kept apart in conflicts.jsonl)."""
+
+    status: Literal["recorded", "repeated", "conflict"]
+    query_id: str
+    where: str          # file:line of the line written, or of the earlier judgment it repeats
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"status": self.status, "query_id": self.query_id, "where": self.where, "message": self.message}
+
+
+def checked(judgment: Judgment, ticket: dict | None) -> str:
+    """The judgment's label as YES/REL/NO, or a DataError with every problem, by the rules of every intake.
+
+    `ticket`: the judged ticket's record (ticket_id, subject, description, solution) as the search showed it; None when
+    the knowledge base has no such ticket."""
+    origin = {ORIGIN: f"judgment of ticket {judgment.ticket_id!r}"}
+    query_id = judgment.query_id()
+    tickets = pl.DataFrame([{**{c: ticket[c] for c in ("ticket_id", *TICKET_FIELDS)}, **origin}] if ticket else [],
+                           schema={c: pl.String for c in ("ticket_id", *TICKET_FIELDS, ORIGIN)})
+    queries = pl.DataFrame([{"query_id": query_id, "subject": judgment.subject, "description": judgment.description, **origin}])
+    pairs = pl.DataFrame([{"query_id": query_id, "ticket_id": judgment.ticket_id, "label": judgment.label, **origin}],
+                         schema={c: pl.String for c in ("query_id", "ticket_id", "label", ORIGIN)})
+    validate(tickets, queries, pairs, {"train": 1.0}, IntakeReport())
+    return LABEL_NAMES[parse_label(judgment.label)]
+
+
+class Journal:
+    """The journal file and what this process has read of it: (query_id, ticket_id) -> (label, file:line)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.conflicts = self.path.with_name(CONFLICTS)
+        self.seen: dict[tuple[str, str], tuple[str, str]] = {}
+        self.read_to, self.lines = 0, 0     # bytes and lines of the journal already in `seen`
+        self.threads = threading.Lock()     # flock excludes other processes; threads of this one share `seen`
+
+    def record(self, judgment: Judgment, ticket: dict | None, now: datetime) -> Recorded:
+        """Check the judgment and append it (or keep it apart, or note the repeat); DataError when it is bad input."""
+        label = checked(judgment, ticket)
+        query_id = judgment.query_id()
+        row = {"query_id": query_id, "subject": judgment.subject, "description": judgment.description,
+               "ticket_id": judgment.ticket_id.strip(), "label": label, "judged_at": now.isoformat(timespec="seconds"),
+               "via": judgment.via}
+        key = (query_id, row["ticket_id"])
+        with self.threads, locked(self.path) as journal:
+            self.catch_up(journal)
+            if key in self.seen:
+                earlier, where = self.seen[key]
+                if earlier == label:
+                    return Recorded("repeated", query_id, where, f"already recorded: {label} for ticket {key[1]} at {where}")
+                line = append(self.conflicts, {**row, "contradicts": f"{earlier} at {where}"})
+                return Recorded("conflict", query_id, f"{self.conflicts}:{line}",
+                                f"{label} for ticket {key[1]} contradicts {earlier} at {where}: kept apart in "
+                                f"{self.conflicts}:{line}, not applied; the first judgment stands until a person decides")
+            self.read_to += write_line(journal, row)
+            self.lines += 1
+            where = f"{self.path}:{self.lines}"
+            self.seen[key] = (label, where)
+            return Recorded("recorded", query_id, where, f"recorded: {label} for ticket {key[1]}")
+
+    def catch_up(self, journal: int) -> None:
+        """Read the lines other writers appended since this process last looked (the caller holds the lock)."""
+        size = drop_torn_line(journal)
+        if size < self.read_to:     # replaced or cut by hand: read it again from the start
+            self.seen.clear()
+            self.read_to, self.lines = 0, 0
+        for line in os.pread(journal, size - self.read_to, self.read_to).decode("utf-8").splitlines():
+            self.lines += 1
+            record = json.loads(line)
+            self.seen.setdefault((record["query_id"], record["ticket_id"]), (record["label"], f"{self.path}:{self.lines}"))
+        self.read_to = size
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[int]:
+    """The file opened for appending (created with its folder if missing) under an exclusive flock."""
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if new:     # the file's directory entry must survive a crash too
+            sync_folder(path.parent)
+        yield handle
+    finally:
+        os.close(handle)    # closing releases the flock
+
+
+def sync_folder(folder: Path) -> None:
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def drop_torn_line(journal: int) -> int:
+    """Cut a last line without its newline (a crash mid-write, never answered); returns the size after."""
+    size = os.fstat(journal).st_size
+    if size and os.pread(journal, 1, size - 1) != b"\n":
+        tail = os.pread(journal, min(size, 1 << 20), max(0, size - (1 << 20)))
+        size = max(0, size - len(tail)) + tail.rfind(b"\n") + 1
+        os.ftruncate(journal, size)
+    return size
+
+
+def write_line(handle: int, record: dict) -> int:
+    """One JSON line written whole and on disk before this returns; its length in bytes."""
+    data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view):]
+    os.fsync(handle)
+    return len(data)
+
+
+def append(path: Path, record: dict) -> int:
+    """Append one line to a side file (the caller holds the journal's lock); returns its line number."""
+    with locked(path) as handle:
+        drop_torn_line(handle)
+        write_line(handle, record)
+        return os.pread(handle, os.fstat(handle).st_size, 0).count(b"\n")
+
+
+@dataclass(frozen=True)
+class Export:
+    """What `ticketsim feedback export` did: the intake of the new judgments, those the folder has already, and those
+    it left out because the folder labels the pair otherwise."""
+
+    intake: IntakeResult
+    present: int
+    contradicting: tuple[str, ...]
+
+    def render(self) -> str:
+        lines = [self.intake.render(), f"already in the folder: {self.present} judgment(s)"]
+        if self.contradicting:
+            lines.append(f"left out {len(self.contradicting)} judgment(s) that contradict the folder's labels "
+                         "(change the folder's label, or leave the pair as labelled):")
+            lines += [f"  {problem}" for problem in self.contradicting]
+        return "\n".join(lines)
+
+
+def export(journal: str | Path, folder: str | Path, fractions: dict[str, float], now: datetime) -> Export:
+    """Hand the journal's judgments to a csv dataset's folder through the intake of `ticketsim pairs add`.
+
+    Judgments the folder already holds with the same label are passed over, those it labels otherwise are left out and
+    listed, the rest goes in as one batch (all or nothing, each problem as journal:line). Run it again at any time: it
+    adds only what is new."""
+    journal, folder = Path(journal), Path(folder)
+    if not journal.is_file():
+        raise DataError([f"{journal}: no feedback journal here (`ticketsim serve` writes it: params serve.feedback)"])
+    with locked(journal) as handle:     # no half-written line while it is read
+        drop_torn_line(handle)
+        batch = read_batch(journal, None, None, now.isoformat(timespec="seconds"))
+    folder_pairs = read_table(table_file(folder, "pairs"), "pairs")
+    labelled = {(str(q or "").strip(), str(t or "").strip()): (parse_label(label), origin)
+                for q, t, label, origin in folder_pairs.select("query_id", "ticket_id", "label", ORIGIN).iter_rows()}
+    keep, present, contradicting = [], 0, []
+    for query_id, ticket_id, label, origin in batch["pairs"].select("query_id", "ticket_id", "label", ORIGIN).iter_rows():
+        known = labelled.get((query_id, ticket_id.strip()))
+        if known is not None and known[0] == parse_label(label):
+            present += 1
+        elif known is not None:
+            contradicting.append(f"{origin}: pair ({query_id}, {ticket_id}): label {label} contradicts label {known[0]} at {known[1]}")
+        keep.append(known is None)
+    pairs = batch["pairs"].filter(pl.Series(keep, dtype=pl.Boolean))
+    queries = batch["queries"].filter(pl.col("query_id").is_in(pairs["query_id"].implode()))
+    intake = add_batch(folder, journal, {**batch, "pairs": pairs, "queries": queries}, fractions) if pairs.height else \
+        IntakeResult(journal, {})
+    return Export(intake, present, tuple(contradicting))

@@ -1,0 +1,74 @@
+"""`ticketsim serve` on gunicorn: the app of ticketsim.web in several worker processes, each one request at a time.
+
+The process that forks the workers imports every heavy module a search uses (torch, FAISS, polars, sentence-transformers,
+nltk's Punkt: seconds that the workers then share) and checks the bundle and the index, but loads no model: polars' and
+OpenMP's thread pools do not survive a fork (a worker forked after a search hangs in its first one). Each worker loads
+the model and the index once, answers a warm-up search, and only then takes requests: nothing heavy is imported or
+loaded per request. Torch and FAISS run on one thread each: the workers are the parallelism.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import gunicorn.config
+from gunicorn.app.base import BaseApplication
+
+from ticketsim.config import ServeConfig
+
+URL_LIMIT = 8190    # gunicorn's largest request line: a GET search carries the query's text in its URL
+# What a search imports on first use (the sentence encoder, the Punkt tokenizer), imported before the fork.
+HEAVY = ("torch", "faiss", "polars", "sentence_transformers", "transformers", "nltk.tokenize", "nltk.tokenize.punkt",
+         "punkt.data", "ticketsim.channels.sentence", "ticketsim.search.searcher")
+
+
+class Server(BaseApplication):
+    """gunicorn with its settings from a dict; each worker builds its app with `make_app` after the fork."""
+
+    def __init__(self, make_app: Callable, options: dict):
+        self.make_app, self.options = make_app, options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        return self.make_app()
+
+
+def import_heavy() -> None:
+    for module in HEAVY:
+        importlib.import_module(module)
+
+
+def worker_app(bundle: str, index: str, make_app: Callable) -> Callable:
+    """What a worker runs once after the fork: one thread, the Searcher, a warm-up search, then make_app(searcher)."""
+
+    def load():
+        import faiss
+        import polars as pl
+        import torch
+
+        from ticketsim.search.searcher import Searcher
+
+        torch.set_num_threads(1)
+        faiss.omp_set_num_threads(1)
+        searcher = Searcher.load(bundle, index)
+        searcher.search(pl.DataFrame({"query_id": ["warm-up"], "subject": ["warm up"], "description": [""]}), 1)
+        return make_app(searcher)
+
+    return load
+
+
+def bind(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def run(make_app: Callable, settings: ServeConfig, host: str, port: int, workers: int) -> None:
+    """Serve until stopped (Ctrl-C, SIGTERM). A worker has `timeout` seconds for each request and for loading the model."""
+    options = {"bind": bind(host, port), "workers": workers, "worker_class": "sync", "timeout": settings.timeout,
+               "graceful_timeout": 10, "preload_app": False, "limit_request_line": URL_LIMIT, "proc_name": "ticketsim-serve"}
+    if any(setting.name == "control_socket_disable" for setting in gunicorn.config.KNOWN_SETTINGS):
+        options["control_socket_disable"] = True    # gunicorn >= 25.1: one socket path per user, shared by every server
+    Server(make_app, options).run()
