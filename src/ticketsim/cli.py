@@ -260,7 +260,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from ticketsim.wsgi import import_heavy, run, worker_app
 
     # Without a params file (a bundle served outside the repo) the defaults apply; a --params that is missing is an error.
-    settings = load_params(args.params).serve if args.params or Path("params.yaml").is_file() else ServeConfig()
+    settings = load_params(args.params or "params.yaml").serve if args.params or Path("params.yaml").is_file() else ServeConfig()
     host, port, workers = args.host or settings.host, args.port or settings.port, args.workers or settings.workers
     access = Access(host, args.token or os.environ.get(TOKEN_VARIABLE) or None)
     journal = Journal(args.feedback or settings.feedback)
