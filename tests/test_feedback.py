@@ -174,6 +174,9 @@ def test_the_page_escapes_hostile_ticket_text_and_judges_hits_by_its_buttons(ser
     other_site = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "YES"},
                            headers={"Origin": "http://evil.example"})
     assert other_site.status_code == 403 and len(lines(tmp_path / "judgments.jsonl")) == 1
+    rebound = page.post("/api/feedback", json={"subject": "a", "description": "", "ticket_id": "EVIL1", "label": "NO"},
+                        headers={"Host": "evil.example:8000"})      # a name of another site resolved to 127.0.0.1
+    assert rebound.status_code == 401 and len(lines(tmp_path / "judgments.jsonl")) == 1
 
 
 def test_the_json_api_searches_and_judges_with_bounds_on_k_text_and_size(served, tmp_path):

@@ -17,7 +17,7 @@ from urllib.parse import urlencode, urlsplit
 import polars as pl
 from flask import Flask, jsonify, redirect, render_template_string, request
 
-from ticketsim.access import Access
+from ticketsim.access import Access, is_loopback
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError
@@ -126,6 +126,9 @@ def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, acce
         refused = access.refusal(given)
         if refused:
             return 401, {"problems": [refused]}
+        if not access.needs_token and not is_loopback(urlsplit(f"//{request.host}").hostname or ""):
+            # A page elsewhere whose name was made to resolve to 127.0.0.1 (DNS rebinding) is same-origin to itself.
+            return 401, {"problems": [f"feedback without a token is taken for this machine's own names only, not {request.host!r}"]}
         subject, description, _ = query_of(values)
         judgment = Judgment(subject, description, str(values.get("ticket_id", "")), str(values.get("label", "")), via)
         if len(subject) + len(description) > settings.max_text:
