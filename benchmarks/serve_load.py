@@ -11,9 +11,6 @@ asked. Each server gets two untimed warm-up searches, then the timed ones. Bound
 seconds, and every server is stopped (its process group) before the script ends.
 """
 import argparse
-import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,8 +25,11 @@ from pathlib import Path
 
 import polars as pl
 
-from ticketsim.config import SyntheticConfig, load_params
-from ticketsim.data.synthetic import generate
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_mlflow_server import Server, answers, free_port  # noqa: E402  (the tests' server helpers: one way to stop a server)
+
+from ticketsim.config import SyntheticConfig, load_params  # noqa: E402
+from ticketsim.data.synthetic import generate  # noqa: E402
 
 HOST = "127.0.0.1"
 
@@ -40,12 +40,6 @@ def end_user_queries(n: int) -> list[dict[str, str]]:
     asked = corpus.pairs.filter(pl.col("split") == "test")["query_id"].unique(maintain_order=True)
     queries = corpus.queries.filter(pl.col("query_id").is_in(asked.implode())).select("subject", "description").to_dicts()
     return [queries[i % len(queries)] for i in range(n)]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def search_url(uri: str, query: dict[str, str], k: int) -> str:
@@ -68,25 +62,19 @@ def get(url: str, timeout: float) -> tuple[float, int | str]:
 
 @contextmanager
 def server(command: list[str], port: int, startup: float, log: Path):
-    """`command` in its own process group until the block ends; waits until it answers a search."""
+    """`command` in its own process group until the block ends; waits until it answers."""
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    uri = f"http://{HOST}:{port}"
+        running = Server(f"http://{HOST}:{port}", subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                                                     start_new_session=True))
     try:
         deadline = time.monotonic() + startup
-        while get(f"{uri}/health", 5)[1] != 200:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{command[2:4]} did not answer on {uri} within {startup} s:\n{log.read_text()[-2000:]}")
+        while not answers(running.uri):
+            if running.process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{command[2:4]} did not answer on {running.uri} within {startup} s:\n{log.read_text()[-2000:]}")
             time.sleep(0.5)
-        yield uri
+        yield running.uri
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        running.stop()
 
 
 def load(uri: str, queries: list[dict[str, str]], clients: int, k: int, timeout: float) -> dict[str, float]:

@@ -7,18 +7,13 @@ It runs in the retraining tests' throwaway repo (tests/retrain_workspace.py) wit
 (tests/retrain_standin.py: scores are the generator's true labels), so a retrain takes seconds; the page serves a tiny
 real bundle (tests/search_bundle.py) indexed over the workspace's own tickets.
 """
-import os
-import signal
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 
 import polars as pl
 import pytest
 from retrain_workspace import make_workspace
 from search_bundle import make_bundle
+from test_search_serving import serving
 
 from ticketsim.data.csvsource import read_records
 from ticketsim.data.intake import text_query_id
@@ -27,29 +22,8 @@ from ticketsim.search.index import build_index, model_hash
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
 
-STARTUP_SECONDS = 240
 CLICKS = {"YES": "solved it", "REL": "related", "NO": "not relevant"}
 VALUES = {"YES": 5, "REL": 3, "NO": 1}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_it_searches(uri: str, process: subprocess.Popen, log) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while True:
-        try:
-            with urllib.request.urlopen(f"{uri}/api/search?subject=pump", timeout=30):
-                return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"ticketsim serve did not answer within {STARTUP_SECONDS} s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
 
 
 def test_clicks_on_the_page_become_labelled_pairs_and_a_model_version_the_gate_judges(search_parts, tmp_path):
@@ -74,37 +48,29 @@ def test_clicks_on_the_page_become_labelled_pairs_and_a_model_version_the_gate_j
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
     tickets = read_records(ws.root / "data" / "labeled" / "tickets.csv", "tickets")
     build_index(Scorer.load(bundle), model_hash(bundle), tickets).save(tmp_path / "index")
-    port, log = free_port(), tmp_path / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen([sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index",
-                                   str(tmp_path / "index"), "--port", str(port)], cwd=ws.root, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **ws.env})
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_it_searches(uri, server, log)
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page()
-                page.goto(uri)
-                page.fill("#subject", subject)
-                page.fill("#description", description)
-                page.fill("#k", str(tickets.height))        # every ticket, so the agent finds the ones that matter
-                page.click("button[type=submit]")
-                page.locator("#results li.hit").first.wait_for(timeout=60_000)
-                for ticket, label in judged.items():
-                    hit = page.locator(f'#results li.hit[data-ticket="{ticket}"]')
-                    hit.get_by_role("button", name=CLICKS[label], exact=True).click()
-                    page.locator("#notice").wait_for(timeout=60_000)
-                    assert page.locator("#notice").inner_text() == f"recorded: {label} for ticket {ticket}"
-                    chosen = page.locator(f'#results li.hit[data-ticket="{ticket}"] button.chosen')
-                    assert chosen.inner_text() == CLICKS[label]
-                page.screenshot(path=str(tmp_path / "judged.png"), full_page=True)
-            finally:
-                browser.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+    journal = ws.root / "feedback" / "judgments.jsonl"      # where `feedback export` in the workspace looks (serve.feedback)
+    command = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(tmp_path / "index"),
+               "--port", "{port}", "--params", str(ws.root / "params.yaml"), "--feedback", str(journal)]
+    with serving(command, tmp_path / "serve.log", ws.env) as server, sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(server.uri)
+            page.fill("#subject", subject)
+            page.fill("#description", description)
+            page.fill("#k", str(tickets.height))        # every ticket, so the agent finds the ones that matter
+            page.click("button[type=submit]")
+            page.locator("#results li.hit").first.wait_for(timeout=60_000)
+            for ticket, label in judged.items():
+                hit = page.locator(f'#results li.hit[data-ticket="{ticket}"]')
+                hit.get_by_role("button", name=CLICKS[label], exact=True).click()
+                page.locator("#notice").wait_for(timeout=60_000)
+                assert page.locator("#notice").inner_text() == f"recorded: {label} for ticket {ticket}"
+                chosen = page.locator(f'#results li.hit[data-ticket="{ticket}"] button.chosen')
+                assert chosen.inner_text() == CLICKS[label]
+            page.screenshot(path=str(tmp_path / "judged.png"), full_page=True)
+        finally:
+            browser.close()
 
     exported = ws.ticketsim("feedback", "export")
     assert exported.returncode == 0, exported.stderr

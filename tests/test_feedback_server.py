@@ -5,26 +5,21 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from search_bundle import make_bundle
+from test_search_serving import serving
 
 from ticketsim.access import TOKEN_VARIABLE
 from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
-
-STARTUP_SECONDS = 240     # the heavy imports, then each worker loads the model, on a busy 2-core box
-
 
 @pytest.fixture(scope="module")
 def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
@@ -34,45 +29,11 @@ def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
     return bundle, root / "index", search_parts.corpus.tickets["ticket_id"].to_list()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def ticketsim_serve(model, journal: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`ticketsim serve` in its own process group, until the block ends; (its URI, the process)."""
+def serve(model, journal: Path) -> list[str]:
+    """`ticketsim serve` with two workers on the tiny bundle, for test_search_serving.serving ({port} filled in there)."""
     bundle, index, _ = model
-    port = free_port()
-    with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(index),
-                                    "--port", str(port), "--feedback", str(journal), "--workers", "2"],
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})})
-        uri = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + STARTUP_SECONDS
-            while not answers(f"{uri}/api/search?subject=pump"):     # a search: a worker has loaded the model
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"ticketsim serve did not answer within {STARTUP_SECONDS} s:\n{log.read_text()[-3000:]}")
-                time.sleep(0.5)
-            yield uri, process
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=10)
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
+    return [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(index), "--port", "{port}",
+            "--feedback", str(journal), "--workers", "2"]
 
 
 def post(uri: str, body: dict, token: str | None = None) -> int:
@@ -103,7 +64,8 @@ def journal_lines(path: Path) -> list[dict]:
 
 def test_it_listens_on_loopback_and_keeps_every_one_of_300_concurrent_judgments(model, tmp_path):
     journal, tickets = tmp_path / "feedback" / "judgments.jsonl", model[2]
-    with ticketsim_serve(model, journal, tmp_path / "serve.log") as (uri, _):
+    with serving(serve(model, journal), tmp_path / "serve.log") as server:
+        uri = server.uri
         assert listening_addresses(int(uri.rsplit(":", 1)[1])) == {"127.0.0.1"}
         bodies = [{"subject": f"pump trouble {i}", "description": "oil under it", "ticket_id": tickets[i % len(tickets)],
                    "label": ("YES", "REL", "NO")[i % 3]} for i in range(300)]
@@ -132,7 +94,8 @@ def test_a_killed_server_has_every_judgment_it_answered_and_refuses_those_withou
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 return      # the server is gone
 
-    with ticketsim_serve(model, journal, tmp_path / "serve.log", {TOKEN_VARIABLE: "s3cret"}) as (uri, process):
+    with serving(serve(model, journal), tmp_path / "serve.log", {TOKEN_VARIABLE: "s3cret"}) as server:
+        uri = server.uri
         assert post(uri, {"subject": "no token", "description": "", "ticket_id": tickets[0], "label": "YES"}) == 401
         clients = [threading.Thread(target=judge_until_stopped, args=(c,)) for c in range(8)]
         for client in clients:
@@ -140,8 +103,8 @@ def test_a_killed_server_has_every_judgment_it_answered_and_refuses_those_withou
         deadline = time.monotonic() + 120
         while len(answered) < 100 and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.killpg(process.pid, signal.SIGKILL)      # no chance to flush or clean up
-        process.wait(timeout=30)
+        os.killpg(server.process.pid, signal.SIGKILL)      # no chance to flush or clean up
+        server.process.wait(timeout=30)
         stop.set()
         for client in clients:
             client.join(timeout=60)
