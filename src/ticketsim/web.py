@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from urllib.parse import urlencode, urlsplit
 
 import polars as pl
-from flask import Flask, jsonify, redirect, render_template_string, request
+from flask import Flask, jsonify, redirect, request
 
 from ticketsim.access import Access, is_loopback
 from ticketsim.config import ServeConfig
@@ -86,6 +86,7 @@ PAGE = """<!doctype html>
 def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, access: Access) -> Flask:
     app = Flask("ticketsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+    template = app.jinja_env.from_string(PAGE)     # once: compiling it took longer than a small search (render_template_string)
 
     def query_of(values) -> tuple[str, str, str]:
         """subject, description and k as typed (a browser sends a textarea's line breaks as CRLF)."""
@@ -111,9 +112,9 @@ def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, acce
                 answer = search(subject, description, k)
             except DataError as bad:
                 error, status = "; ".join(bad.problems), 400
-        html = render_template_string(PAGE, subject=subject, description=description, k=k, answer=answer, error=error,
-                                      notice=notice, judged=judged, judgments=JUDGMENTS,
-                                      ask_token=access.token is not None and access.refusal(request.cookies.get(COOKIE)) is not None)
+        html = template.render(subject=subject, description=description, k=k, answer=answer, error=error, notice=notice,
+                               judged=judged, judgments=JUDGMENTS,
+                               ask_token=access.token is not None and access.refusal(request.cookies.get(COOKIE)) is not None)
         return html, status
 
     def cross_site() -> bool:
