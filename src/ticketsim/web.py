@@ -93,13 +93,15 @@ def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, acce
         text = [values.get(name, "").replace("\r\n", "\n") for name in ("subject", "description")]
         return text[0], text[1], values.get("k", "10")
 
+    def too_long(subject: str, description: str) -> list[str]:
+        n = len(subject) + len(description)
+        return [f"the query has {n} characters; at most {settings.max_text} are read"] if n > settings.max_text else []
+
     def search(subject: str, description: str, k: str) -> Answer:
         """The answer of one query, or a DataError for bad input (k not a number or out of bounds, the text too long)."""
-        problems = []
+        problems = too_long(subject, description)
         if not k.strip().isdigit() or not 1 <= int(k) <= settings.max_k:
             problems.append(f"tickets: {k[:20]!r} is not a whole number from 1 to {settings.max_k}")
-        if len(subject) + len(description) > settings.max_text:
-            problems.append(f"the query has {len(subject) + len(description)} characters; at most {settings.max_text} are read")
         if problems:
             raise DataError(problems)
         return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(k))[0]
@@ -132,8 +134,8 @@ def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, acce
             return 401, {"problems": [f"feedback without a token is taken for this machine's own names only, not {request.host!r}"]}
         subject, description, _ = query_of(values)
         judgment = Judgment(subject, description, str(values.get("ticket_id", "")), str(values.get("label", "")), via)
-        if len(subject) + len(description) > settings.max_text:
-            return 400, {"problems": [f"the query has {len(subject) + len(description)} characters; at most {settings.max_text}"]}
+        if too_long(subject, description):
+            return 400, {"problems": too_long(subject, description)}
         try:
             recorded = journal.record(judgment, searcher.ticket(judgment.ticket_id), datetime.now(timezone.utc))
         except DataError as bad:
