@@ -83,7 +83,10 @@ PAGE = """<!doctype html>
 """
 
 
-def create_app(searcher: Searcher, settings: ServeConfig, journal: Journal, access: Access) -> Flask:
+def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journal: Journal | None = None,
+               access: Access = Access("127.0.0.1", None)) -> Flask:
+    """The app; by default as `ticketsim serve` without a params file: loopback, no token, the journal serve.feedback."""
+    journal = journal or Journal(settings.feedback)
     app = Flask("ticketsim")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     template = app.jinja_env.from_string(PAGE)     # once: compiling it took longer than a small search (render_template_string)
