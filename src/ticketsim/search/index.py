@@ -50,10 +50,15 @@ def model_hash(bundle: str | Path) -> str:
 
 
 def read_manifest(directory: Path) -> dict:
+    """The manifest of an index folder, or a StepError when the folder is none or of an older ticketsim."""
     if not (directory / MANIFEST).is_file():
         raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
                         "or `ticketsim index build`")
-    return json.loads((directory / MANIFEST).read_text())
+    manifest = json.loads((directory / MANIFEST).read_text())
+    if "coherence" not in manifest:
+        raise StepError(f"{directory}: an index of an older ticketsim (no tokens per ticket part, no topic coherence "
+                        "for the reasons); rebuild it with `dvc repro index@<dataset>` or `ticketsim index build`")
+    return manifest
 
 
 def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
@@ -113,9 +118,6 @@ class TicketIndex:
     def load(cls, directory: str | Path) -> TicketIndex:
         directory = Path(directory)
         manifest = read_manifest(directory)
-        if "coherence" not in manifest:
-            raise StepError(f"{directory}: an index of an older ticketsim (no tokens per ticket part, no topic coherence "
-                            "for the reasons); rebuild it with `dvc repro index@<dataset>` or `ticketsim index build`")
         layout = manifest["layout"]
         index = cls(manifest["model_hash"],
                     Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
