@@ -24,9 +24,9 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.config import load_params
-from ticketsim.experiment import metric_of, reads
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import rerank_means
+from ticketsim.experiment import metric_of, reads
 from ticketsim.selection import cross_validate, fold_maps, mean_ap, paired_test, per_query, with_folds
 from ticketsim.tune import Problem, stage_problem, train_variant
 
@@ -45,7 +45,8 @@ def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str
     """CV MAP over folds x seeds, dev MAP over seeds, and each query's CV AP averaged over the seeds (for the tests)."""
     return {"kind": kind, "cv_map": spread([m for run in cv_runs for m in fold_maps(run)]),
             "dev_map": spread([rerank_means(run)["map"] for run in dev_runs]),
-            "query_ap": {q: None if np.isnan(ap) else ap for q, ap in mean_ap(cv_runs).items()},   # None: JSON has no nan
+            # None: JSON has no nan
+            "query_ap": {q: None if np.isnan(ap) else ap for q, ap in (mean_ap(cv_runs) if cv_runs else {}).items()},
             "seconds": round(seconds, 1)}
 
 
@@ -100,7 +101,8 @@ def markdown(report: dict) -> str:
     pct = lambda figure: "–" if figure is None else f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
     seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
     lines = [f"{report['dataset']}: {report['queries']} train + dev queries, {report['folds']} folds x {len(report['cv_seeds'])} "
-             f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs'] or 'their own'} epochs at most; rerank MAP, %", "",
+             f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs'] or 'their own'} epochs at most; "
+             "rerank MAP, %", "",
              "| configuration | CV MAP (mean ± std over folds x seeds) | dev MAP (mean ± std over seeds) | seconds |",
              "| --- | ---: | ---: | ---: |"]
     lines += [f"| {name} | {pct(r['cv_map'])} | {pct(r['dev_map'])} | {r['seconds']:.0f} |" for name, r in report["configurations"].items()]

@@ -73,9 +73,10 @@ def main() -> None:
         scales = {v.channel: channel_scale(v, train_pairs) for v in cached}
         sentence = next((v for v in cached if v.channel == "S"), None)
         start = branch_start([variant], cfg, params.sentence, sentence, train_pairs)
-        mined = mine(corpus, tokens, cfg.selfsup, params.bm25, sentence, params.seed) if variant.selfsup else None
-        inputs = build_inputs(tokens, [scaled(v, scales[v.channel]) for v in cached], metric, cfg.max_tokens, params.bm25,
-                              corpus)
+        cached = [scaled(v, scales[v.channel]) for v in cached]
+        mined = (mine(corpus, tokens, cfg.selfsup, params.bm25, next((v for v in cached if v.channel == "S"), None), params.seed)
+                 if variant.selfsup else None)
+        inputs = build_inputs(tokens, cached, metric, cfg.max_tokens, params.bm25, corpus)
         chars = load_checkpoint(args.char_blstm)
         torch.manual_seed(params.seed)
         model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant, start)

@@ -2,7 +2,6 @@
 apart, concurrent writers, a torn line), `ticketsim feedback export` into a csv dataset, and the page, the JSON API and
 the served model on a tiny real bundle: judgments, the token, cross-site posts, bounds, hostile ticket text."""
 import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path

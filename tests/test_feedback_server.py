@@ -21,6 +21,7 @@ from ticketsim.access import TOKEN_VARIABLE
 from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
 
+
 @pytest.fixture(scope="module")
 def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
     root = tmp_path_factory.mktemp("served")

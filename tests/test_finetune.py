@@ -156,8 +156,8 @@ def test_mined_pairs_never_pair_a_ticket_with_itself_or_its_copy_as_a_negative()
                               {c: rng.normal(size=(tokens.queries.height, 8)).astype(np.float32) for c in QUERY_COMPONENTS},
                               {c: rng.normal(size=(tokens.tickets.height, 8)).astype(np.float32) for c in TICKET_COMPONENTS})
     cfg = MiningConfig(bm25_negatives=3, dense_negatives=3, skip=0)
-    mined, mined_tokens = mine(corpus, tokens, cfg, sentence=sentence)
-    pairs = mined.pairs
+    mined = mine(corpus, tokens, cfg, sentence=sentence)
+    pairs = mined.corpus.pairs
     own = pairs["query_id"].str.strip_prefix(PREFIX)
     negatives = pairs.filter(pl.col("label") == 1)
     assert negatives.height > 0 and not (negatives["ticket_id"] == own.filter(pairs["label"] == 1)).any()
@@ -169,7 +169,12 @@ def test_mined_pairs_never_pair_a_ticket_with_itself_or_its_copy_as_a_negative()
         assert twin not in negatives.filter(pl.col("query_id") == PREFIX + ticket)["ticket_id"].to_list()
     assert negatives.group_by("query_id").len()["len"].max() <= 6
     # the views hide what the mined query reads: no ticket keeps its subject
-    assert (mined.tickets["subject"] == "").all() and (mined_tokens.tickets["subject"].list.len() == 0).all()
+    assert (mined.corpus.tickets["subject"] == "").all() and (mined.tokens.tickets["subject"].list.len() == 0).all()
+    # channel S of the mined texts is the cache's vector of the very same text: the query's is its ticket's subject's
+    row = {x: i for i, x in enumerate(sentence.ticket_ids)}
+    query = {x: i for i, x in enumerate(mined.sentence.query_ids)}
+    assert np.array_equal(mined.sentence.queries["sub+desc"][query[PREFIX + first]], sentence.tickets["sub"][row[first]])
+    assert mined.level == "sub+desc-sub+desc" and mined.sentence.tickets["sub+desc"] is sentence.tickets["desc"]
     assert set(pairs["split"]) <= {"train", "dev"}
 
 

@@ -23,7 +23,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.mining import LEVEL as MINED_LEVEL
+from ticketsim.mining import Mined
 from ticketsim.model.branches import STARTS_FROM, Adapter, TransformerBranch
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
@@ -197,21 +197,25 @@ def reads(metric: MetricConfig) -> set[str]:
     return weighed | {STARTS_FROM[c] for c in weighed if c in STARTS_FROM}
 
 
-def selfsup_variant(cfg: MiningConfig) -> VariantConfig:
-    """Phase 1's metric: F alone on the mined level pair, a softmax over each mined query's candidates; W_F = cfg.weight
-    sharpens it (unit vectors at channel S's scale lie about 1 apart, too flat a softmax at W = 1)."""
-    return VariantConfig(channels={"F": cfg.weight}, levels={MINED_LEVEL: 1.0}, loss="softmax")
+def selfsup_variant(cfg: MiningConfig, level: str, channels: Iterable[str]) -> VariantConfig:
+    """Phase 1's metric: the trained branches alone on the mined level pair, a softmax over each mined query's
+    candidates; W = cfg.weight sharpens it (unit vectors at channel S's scale lie about 1 apart: too flat at W = 1)."""
+    return VariantConfig(channels=dict.fromkeys(channels, cfg.weight), levels={level: 1.0}, loss="softmax")
 
 
-def pretrain(model: SiameseLSTM, mined: tuple[Corpus, Tokens], cfg: MiningConfig, train: TrainConfig, seed: int,
-             **fit_options) -> History:
-    """Phase 1: the model's F branch trained on mined pairs (ticketsim.mining), through the one metric and trainer. The
-    branch is shared with a model of fixed weights, so the variant's own learned W and V wait for the labels."""
-    corpus, tokens = mined
-    variant = selfsup_variant(cfg)
-    inputs = build_inputs(tokens, [], metric_of(variant), 1, corpus=corpus)
-    branches_only = SiameseLSTM(SiameseConfig(vocab_size=1), branches={"F": model.branches["F"]})
-    return train_model(branches_only, inputs, corpus.pairs, variant, train, seed, **fit_options)
+def pretrain(model: SiameseLSTM, mined: Mined, cfg: MiningConfig, train: TrainConfig, seed: int, **fit_options) -> History:
+    """Phase 1: the model's branches F and A trained on mined pairs (ticketsim.mining), through the one metric and
+    trainer. They are shared with a model of fixed weights, so the variant's own learned W and V wait for the labels.
+    `mined.sentence` (channel S of the mined texts, which A reads) must be divided by the scale S has in `model`."""
+    branches = {c: b for c, b in model.branches.items() if c in ("F", "A")}
+    if not branches:
+        raise ValueError("selfsup: true trains the branches F and A: the variant weighs neither")
+    variant = selfsup_variant(cfg, mined.level, branches)
+    if "A" in branches and mined.sentence is None:
+        raise ValueError("channel A learns from mined pairs through channel S: mine them with S's cache")
+    inputs = build_inputs(mined.tokens, [mined.sentence] if "A" in branches else [], metric_of(variant), 1, corpus=mined.corpus)
+    branches_only = SiameseLSTM(SiameseConfig(vocab_size=1), branches=branches)
+    return train_model(branches_only, inputs, mined.corpus.pairs, variant, train, seed, **fit_options)
 
 
 # Each training phase's resumable checkpoint (ticketsim.train.fit) in a model's folder.
@@ -251,7 +255,7 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
 
 
 def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, siamese: SiameseParams,
-                seed: int, mined: tuple[Corpus, Tokens] | None = None, checkpoints: Path | None = None,
+                seed: int, mined: Mined | None = None, checkpoints: Path | None = None,
                 on_epoch: Callable[[str, int, float, float], None] | None = None, **overrides) -> dict[str, History]:
     """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true).
     checkpoints: a folder for each phase's resumable checkpoint; on_epoch(phase, epoch, train loss, dev loss);

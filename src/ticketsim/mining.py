@@ -8,9 +8,13 @@ mined queries read (its subject, or subject and description), so the positive ne
 and no view tells the positive apart by what is missing. A ticket is never its own negative, nor is a ticket whose
 view has the same text as the positive's (a repeated thread).
 
-Everything is built from the prepared corpus and its tokens: no text is tokenized again.
+Everything is built from the prepared corpus, its tokens and channel S's cache: no text is tokenized or encoded again.
+Phase 1 compares the query with what its view keeps of one field (the description for `query: sub`, the solution for
+`query: sub+desc`): a text S has cached exactly, so the adapter A trains on mined pairs in seconds, as F does in minutes.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -22,8 +26,21 @@ from ticketsim.data.tables import PAIR_SCHEMA, Corpus, stable_split
 from ticketsim.text.tokenize import Tokens
 
 PREFIX = "mined:"               # mined query ids: PREFIX + the ticket's id
-LEVEL = "sub+desc-sub+desc+sol"  # the query's text against the view's (its subject is blank): what phase 1 trains
 YES, NO = 5, 1
+# query -> (phase 1's level pair, the cached S component of the ticket holding each view component's exact text)
+LAYOUT = {"sub": ("sub+desc-sub+desc", {"sub+desc": "desc", "desc": "desc", "sol": "sol"}),
+          "sub+desc": ("sub+desc-sub+desc+sol", {"sub+desc+sol": "sol", "sol": "sol"})}
+
+
+@dataclass(frozen=True, eq=False)
+class Mined:
+    """The mined corpus (views as tickets, mined queries, YES/NO pairs split train/dev), its tokens, phase 1's level
+    pair, and channel S of its texts where the cache has them exactly (None without a cache)."""
+
+    corpus: Corpus
+    tokens: Tokens
+    level: str
+    sentence: ChannelVectors | None = None
 
 
 def hidden_fields(cfg: MiningConfig) -> tuple[str, ...]:
@@ -32,8 +49,9 @@ def hidden_fields(cfg: MiningConfig) -> tuple[str, ...]:
 
 
 def mine(corpus: Corpus, tokens: Tokens, cfg: MiningConfig, bm25: BM25Config = BM25Config(),
-         sentence: ChannelVectors | None = None, seed: int = 0) -> tuple[Corpus, Tokens]:
-    """(the mined corpus: views as tickets, mined queries, YES/NO pairs split train/dev; its tokens)."""
+         sentence: ChannelVectors | None = None, seed: int = 0) -> Mined:
+    """The self-supervised pairs of the tickets; `sentence`: channel S's cache of the corpus (dense negatives, and
+    the vectors the adapter A reads)."""
     hidden = hidden_fields(cfg)
     kept = [f for f in ("subject", "description", "solution") if f not in hidden]
     nonblank = lambda field: pl.col(field).fill_null("").str.strip_chars() != ""  # noqa: E731
@@ -62,8 +80,23 @@ def mine(corpus: Corpus, tokens: Tokens, cfg: MiningConfig, bm25: BM25Config = B
     pairs = pl.DataFrame(rows, schema={"query_id": pl.String, "ticket_id": pl.String, "label": pl.Int8}, orient="row")
     splits = {PREFIX + t: stable_split(PREFIX + t, {"dev": cfg.dev, "train": 1 - cfg.dev}) for t in ids}
     pairs = pairs.with_columns(split=pl.col("query_id").replace_strict(splits), source_rank=pl.lit(None, pl.Int32))
-    return (Corpus(views, query_frame, pairs.select(list(PAIR_SCHEMA)).cast(PAIR_SCHEMA)),
-            Tokens(view_tokens, query_tokens))
+    mined = Corpus(views, query_frame, pairs.select(list(PAIR_SCHEMA)).cast(PAIR_SCHEMA))
+    level, view_source = LAYOUT[cfg.query]
+    return Mined(mined, Tokens(view_tokens, query_tokens), level,
+                 None if sentence is None else mined_vectors(sentence, ids, cfg.query, view_source))
+
+
+def mined_vectors(sentence: ChannelVectors, ids: list[str], query: str, view_source: dict[str, str]) -> ChannelVectors:
+    """Channel S of the mined texts, taken from the cache where it holds the very same text: a mined query's
+    components are its ticket's subject (and description); a view's are what it keeps of one field."""
+    row = {x: i for i, x in enumerate(sentence.ticket_ids)}
+    mine_rows = [row[t] for t in ids]
+    text = "sub" if query == "sub" else "sub+desc"
+    queries = {"sub": sentence.tickets["sub"][mine_rows], "sub+desc": sentence.tickets[text][mine_rows],
+               "desc": (sentence.tickets["desc"][mine_rows] if query == "sub+desc"
+                        else np.zeros_like(sentence.tickets["desc"][mine_rows]))}
+    return ChannelVectors("S", tuple(PREFIX + t for t in ids), sentence.ticket_ids, queries,
+                          {view: sentence.tickets[source] for view, source in view_source.items()})
 
 
 def hard_negatives(ids: list[str], views: pl.DataFrame, view_tokens: pl.DataFrame, query_tokens: pl.DataFrame,

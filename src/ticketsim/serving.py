@@ -25,8 +25,8 @@ from mlflow.types.schema import ParamSchema, ParamSpec
 
 from ticketsim.access import TOKEN_VARIABLE, Access
 from ticketsim.config import ServeConfig
-from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
 from ticketsim.data.feedback import Journal, Judgment
+from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
 from ticketsim.data.validate import DataError
 from ticketsim.scorer import Scorer
 

@@ -51,7 +51,7 @@ from ticketsim.experiment import (
     scaled,
     side_channels,
 )
-from ticketsim.mining import mine
+from ticketsim.mining import Mined, mine
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
 from ticketsim.text.tokenize import Tokens
@@ -94,7 +94,7 @@ class Problem:
                                                    # dim)) and the pair channels (channel -> (n_pairs,))
     corpus: Corpus | None = None            # the prepared texts channel F reads
     start: BranchStart | None = None        # where branches F and A start
-    mined: tuple[Corpus, Tokens] | None = None   # the self-supervised pairs of variants with selfsup: true
+    mined: Mined | None = None              # the self-supervised pairs of variants with selfsup: true
 
 
 def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels: list[ChannelVectors],
@@ -109,9 +109,9 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
     sentence = next((v for v in channels if v.channel == "S"), None)
     variants = [params.siamese.variant(params.siamese.final), *variants]
     start = branch_start(variants, params.siamese, params.sentence, sentence, train)
-    mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, sentence, params.seed)
-             if corpus is not None and any(v.selfsup for v in variants) else None)
     channels = tuple(scaled(v, channel_scale(v, train)) for v in channels)
+    mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, next((v for v in channels if v.channel == "S"), None),
+                  params.seed) if corpus is not None and any(v.selfsup for v in variants) else None)
     words = list(tokens.vocabulary()["token"])
     return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
                    variants[0], params.evaluation, params.seed, params.bm25, corpus=corpus, start=start, mined=mined)

@@ -36,7 +36,8 @@ PAGE = """<!doctype html>
  textarea { height: 4rem; } .error, .note { padding: .5rem; } .error { background: #fdd; } .note { background: #ffd; }
  ol { padding-left: 1.5rem; } li { margin: .8rem 0; } .score { font-weight: bold; } .why { color: #555; font-size: .9rem; }
  pre { white-space: pre-wrap; background: #f4f4f4; padding: .4rem; margin: .3rem 0; }
- .judge, .token { display: block; margin-top: .3rem; } .judge button.chosen { font-weight: bold; outline: 2px solid #484; } .token { margin: .5rem 0; }
+ .judge, .token { display: block; margin-top: .3rem; }
+ .judge button.chosen { font-weight: bold; outline: 2px solid #484; } .token { margin: .5rem 0; }
 </style></head><body>
 <h1>Search the knowledge base</h1>
 <form method="get" action="/">
