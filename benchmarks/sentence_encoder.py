@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticketsim.channels.docnade import torch_threads
 from ticketsim.channels.sentence import DEFAULT_MODEL, component_strings, encode_passages, load_encoder, passages, sentence_vectors
 from ticketsim.config import DatasetConfig, EvaluationConfig, SyntheticConfig
 from ticketsim.data import semeval
@@ -29,6 +28,7 @@ from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.baselines import channel_rows
+from ticketsim.threads import torch_threads
 
 SEMEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "semeval2016-task3"
 LEVELS = {"11": "sub-sub", "12": "desc-desc", "13": "sub+desc-sub+desc", "14": "sub+desc-sub+desc+sol", "s1": "sub+desc-sol"}

@@ -4,19 +4,14 @@
 Headless Debian chromium (/usr/bin/chromium, offline), driven by Playwright; `mlflow server` on a copy of the store.
 """
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import mlflow
 import pytest
-from test_mlflow_server import answers, free_port
+from http_server import serving
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
 
@@ -40,35 +35,14 @@ METRIC_ROW = """key => {
 
 @pytest.fixture
 def ui(repro_workspace, tmp_path):
-    """`mlflow server` on a copy of the workspace's store (the session's store stays untouched); its process group is
-    stopped at the end. Yields (server URI, client of the copy)."""
+    """`mlflow server` on a copy of the workspace's store (the session's store stays untouched), answering.
+    Yields (server URI, client of the copy)."""
     store = tmp_path / "mlflow.db"
     shutil.copy2(repro_workspace / "mlflow.db", store)
-    port, log = free_port(), (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        yield uri, process, mlflow.MlflowClient(f"sqlite:///{store}")
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
-        log.close()
-
-
-def wait_for(uri: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while not answers(uri):
-        if process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"`mlflow server` did not answer on {uri} within {STARTUP_SECONDS} s:\n{log.read_text()[-1500:]}")
-        time.sleep(0.3)
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
+               "--port", "{port}", "--workers", "1"]
+    with serving(command, tmp_path / "server.log", STARTUP_SECONDS) as server:
+        yield server.uri, mlflow.MlflowClient(f"sqlite:///{store}")
 
 
 def close_assistant(page) -> None:
@@ -81,7 +55,7 @@ def close_assistant(page) -> None:
 def test_the_compare_view_of_the_siamese_runs_has_one_dev_map_row_with_a_value_for_every_run(ui, tmp_path):
     if not CHROMIUM.is_file():
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    uri, server, store = ui
+    uri, store = ui
     experiment = store.get_experiment_by_name("ticketsim").experiment_id
     # what the docs tell a person to type into the runs table's search box
     query = "tags.stage = 'siamese' and tags.dataset = 'default'"
@@ -92,10 +66,9 @@ def test_the_compare_view_of_the_siamese_runs_has_one_dev_map_row_with_a_value_f
                f"&experiments={urllib.parse.quote(json.dumps([experiment]))}")
 
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)   # starts while mlflow boots
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 2400, "height": 1350})    # eight runs' columns side by side
-            wait_for(uri, server, tmp_path / "server.log")
             page.goto(compare)
             key = page.locator('a[title="Plot chart"]', has_text=KEY).first
             key.wait_for(timeout=60_000)

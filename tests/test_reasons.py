@@ -14,7 +14,6 @@ from mlflow.pyfunc import PythonModelContext
 from search_bundle import make_bundle
 
 from ticketsim.calibrate import Calibrator
-from ticketsim.channels.docnade import is_topical
 from ticketsim.channels.topics import (
     COHERENCE_WORDS,
     REASON_MODEL,
@@ -33,6 +32,7 @@ from ticketsim.search.index import MANIFEST, TicketIndex, build_index, model_has
 from ticketsim.search.reasons import ABOUT, PARTS_SHOWN, TopicLabels, phrases, shared_topics, similarity_labels
 from ticketsim.search.searcher import Searcher
 from ticketsim.serving import TicketSimModel
+from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.web import create_app
 

@@ -2,46 +2,21 @@
 `mlflow models serve` (JSON in, top-k ids, scores and reasons out; 4xx with a message for bad requests, and it keeps
 serving), and `ticketsim serve`'s page in headless Debian chromium driven by Playwright."""
 import json
-import os
 import shutil
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import mlflow
 import polars as pl
 import pytest
-from test_mlflow_server import Server, answers, free_port
+from http_server import serving
 
 from ticketsim.search.searcher import Searcher
 
 STARTUP_SECONDS = 180     # torch, transformers and the model load inside the server on a busy 2-core box
 MODEL = "ticketsim-siamese-default"
 QUERY = {"subject": "pump getting hot", "description": "the feed pump runs at 95 C since monday, bearing noise"}
-
-
-@contextmanager
-def serving(command: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """`command` (with {port} filled in) in its own process group until the block ends; fails if it does not answer."""
-    port = free_port()
-    with log.open("w") as out:
-        process = subprocess.Popen([part.format(port=port) for part in command], stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})})
-        server = Server(f"http://127.0.0.1:{port}", process)
-        try:
-            deadline = time.monotonic() + STARTUP_SECONDS
-            while not answers(server.uri):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"{command[:4]} did not answer on {server.uri} within {STARTUP_SECONDS} s:\n{log.read_text()[-2000:]}")
-                time.sleep(0.5)
-            yield server
-        finally:
-            server.stop()
 
 
 def post(uri: str, body: bytes) -> tuple[int, dict]:
@@ -70,7 +45,7 @@ def test_the_served_champion_searches_and_answers_bad_requests_with_a_4xx_and_ke
                                                                                              tmp_path):
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", f"models:/{MODEL}@champion", "--env-manager", "local",
                "--host", "127.0.0.1", "--port", "{port}", "--workers", "1"]
-    with serving(command, tmp_path / "serve.log", {"MLFLOW_TRACKING_URI": champion_store}) as server:
+    with serving(command, tmp_path / "serve.log", STARTUP_SECONDS, {"MLFLOW_TRACKING_URI": champion_store}) as server:
         status, body = post(server.uri, search_body([QUERY, {"subject": "plc offline", "description": ""}], k=3))
         assert status == 200, body
         rows = body["predictions"]
@@ -103,7 +78,7 @@ def test_the_search_page_answers_a_query_in_a_real_browser(repro_workspace, tmp_
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     command = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(repro_workspace / "models/default/bundle"),
                "--index", str(repro_workspace / "models/default/index"), "--port", "{port}"]
-    with serving(command, tmp_path / "page.log") as server, sync_api.sync_playwright() as playwright:
+    with serving(command, tmp_path / "page.log", STARTUP_SECONDS) as server, sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()

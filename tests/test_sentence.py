@@ -4,17 +4,8 @@ import polars as pl
 import pytest
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
-from ticketsim.channels.sentence import (
-    DEFAULT_MODEL,
-    EncoderError,
-    component_strings,
-    encode_texts,
-    install_parts,
-    load_encoder,
-    package_folder,
-    passages,
-    sentence_vectors,
-)
+from ticketsim.channels.encoder_files import DEFAULT_MODEL, EncoderError, install_parts, package_folder
+from ticketsim.channels.sentence import component_strings, encode_texts, load_encoder, passages, sentence_vectors
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus
 
 # About 225 WordPiece tokens: one of MiniLM's 254-token passages, three or four of the 78-token passages of `window`.

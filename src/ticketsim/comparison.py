@@ -13,7 +13,6 @@ import polars as pl
 import torch
 
 from ticketsim.calibrate import Calibrator, fit_calibrator
-from ticketsim.channels.docnade import is_topical
 from ticketsim.config import ComparatorsConfig, EvaluationConfig
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
@@ -31,6 +30,7 @@ from ticketsim.model.comparators import (
     training_texts,
 )
 from ticketsim.model.losses import loss_of
+from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import Tokens
 from ticketsim.train import History, fit, rescale
 

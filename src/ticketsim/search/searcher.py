@@ -12,7 +12,6 @@ import numpy as np
 import polars as pl
 
 from ticketsim.channels.cache import component_tokens
-from ticketsim.channels.docnade import is_topical
 from ticketsim.channels.lexical import QUERY_LEVEL
 from ticketsim.channels.topics import REASON_MODEL
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
@@ -22,6 +21,7 @@ from ticketsim.search.encode import encode_side, one_side
 from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_manifest
 from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
 from ticketsim.search.topk import exact_top_k
+from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 
