@@ -33,10 +33,13 @@ from ticketsim.scorer import write_bundle
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 CROSS = {"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1}
-VARIANTS = {  # every channel with learned W and V and a ranking loss (a superset of the best configuration), the paper's #22
+VARIANTS = {  # every channel with learned W and V and a ranking loss (a superset of the best configuration), the paper's #22,
+            # the best configuration (benchmarks/search_cold_start.py)
     "all": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2, "S": 0.5, "L": 0.5}, {**CROSS, "sub+desc-sub+desc+sol": 0.3},
                           learn=True, loss="pairwise"),
     "22": VariantConfig({"h": 0.7, "E": 0.1, "T": 0.2}, CROSS),
+    "best": VariantConfig({"S": 1.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,   # params' `best`
+                                                 "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
     # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
     "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
 }

@@ -181,11 +181,3 @@ def test_bag_of_words_does_not_solve_it(default):
     # ... but it is not noise: tickets of the query's fault class share codes and equipment words with it
     assert figures["yes"] > 1.3 * figures["no"]
     assert figures["map"] >= figures["random_map"]
-
-
-def test_generation_is_fast():
-    import time
-
-    start = time.perf_counter()
-    generate(SyntheticConfig(), seed=1)
-    assert time.perf_counter() - start < 2.0
