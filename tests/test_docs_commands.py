@@ -1,0 +1,161 @@
+"""The commands the README and docs/*.md show in ```bash blocks: every one is run here, or listed in COMMANDS with the
+test that runs it or the reason it is not run, and a doc that gains or changes a command fails until the list follows.
+
+The SemEval switch runs as written, with the organizers' XML layout in a tiny fixture placed where the command points
+(../shared/data/semeval2016-task3 beside a throwaway clone), up to `prepare@semeval`."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, clone
+
+from ticketsim.data.tables import Corpus
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+SEMEVAL_SWITCH = "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}'"
+RUN_HERE = "run by tests/test_docs_commands.py"
+COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
+    "pip install torch==2.13.0 && pip install -e . && dvc repro":
+        "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
+    SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
+    "python -m pytest": "the suite itself: .ci/run runs it",
+    'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
+    "uv pip install --compile-bytecode -e .": "an install: .ci/run installs so",
+    "dvc metrics show": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
+    "cat reports/default/table5/dev.md": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
+    "mlflow ui --backend-store-uri sqlite:///mlflow.db":
+        "a server that runs until stopped: tests/test_mlflow_ui.py opens the same UI (`mlflow server`) in chromium",
+    "ticketsim validate --csv path/to/folder": RUN_HERE + " (on a folder `ticketsim export` writes)",
+    "ticketsim validate default": RUN_HERE,
+    "python stages/comparators.py default --model mvlstm --corpus data/default/prepared --tokens data/default/tokens "
+    "--word2vec data/default/channels/word2vec.kv --char-blstm data/default/channels/char_blstm.pt "
+    "--out /tmp/cmp/models/default/comparators/mvlstm --metrics /tmp/cmp/metrics/default/comparators/mvlstm.json "
+    "--plots /tmp/cmp/plots/default/comparators/mvlstm --params /tmp/cmp/params.yaml":
+        "needs the pipeline's outputs and minutes of training: tests/test_pipeline.py runs every comparators stage",
+    "ticketsim export --out data/labeled --set-params": "tests/retrain_workspace.py (make_workspace) and tests/test_intake_pairs.py",
+    "dvc add data/labeled": "tests/retrain_workspace.py (make_workspace)",
+    'git add data/labeled.dvc data/.gitignore params.yaml && git commit -m "labelled data under DVC"':
+        "tests/retrain_workspace.py (make_workspace)",
+    "dvc push": "needs a DVC remote: tests/test_retrain.py pushes to a folder remote",
+    **{f"pip install dvc-{cloud}{pad}&& dvc remote add -d storage {url}": "needs cloud credentials"
+       for cloud, pad, url in (("s3", "    ", "s3://my-bucket/ticketsim"), ("gs", "    ", "gs://my-bucket/ticketsim"),
+                               ("azure", " ", "azure://my-container/ticketsim"), ("ssh", "   ", "ssh://user@host/srv/ticketsim"))},
+    "ticketsim pairs add new_pairs.csv [--tickets new_tickets.csv] [--queries new_queries.csv] [--dataset default]":
+        "a synopsis ([options]): tests/test_intake_pairs.py runs `pairs add` with each option",
+    "ticketsim retrain [--summary gate.md] [--outputs outputs.txt]": "a synopsis: tests/test_retrain.py, tests/test_mlflow_server.py",
+    "ticketsim index build --model models/default/bundle --tickets tickets.csv --index my-index":
+        "needs a trained bundle: tests/test_search_cli.py runs `index build` on a small one",
+    "ticketsim index add new-tickets.csv [--model models/default/bundle] [--index models/default/index]":
+        "a synopsis: tests/test_search_cli.py",
+    'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" [-k 10] [--json]':
+        "a synopsis: tests/test_search_cli.py",
+    "ticketsim search --queries queries.csv": "needs a trained bundle: tests/test_search_cli.py runs it on a small one",
+    "MLFLOW_TRACKING_URI=sqlite:///mlflow.db mlflow models serve -m models:/ticketsim-siamese-default@champion "
+    "--env-manager local -p 5001": "tests/test_search_serving.py serves the bare-clone pipeline's champion so",
+    "curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{\"dataframe_records\": [{\"subject\": "
+    "\"pump getting hot\", \"description\": \"95 C since monday\"}], \"params\": {\"k\": 3}}'":
+        "tests/test_search_serving.py posts the same request",
+    "ticketsim serve [--host 127.0.0.1] [--port 8000]": "a synopsis: tests/test_search_serving.py drives the page in chromium",
+    "python benchmarks/select_config.py --dataset default --variants 22 22+S+L best --baselines --out selection.json":
+        "a benchmark of many minutes (cross-validated training), not a test",
+    "python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
+        "a benchmark of many minutes on a SemEval workspace, not a test",
+}
+
+
+def shown_commands() -> dict[str, str]:
+    """Every command of every ```bash block: command -> 'file:line'."""
+    found = {}
+    for doc in DOCS:
+        text = doc.read_text()
+        for block in re.finditer(r"^```bash\n(.*?)^```", text, re.M | re.S):
+            line = text.count("\n", 0, block.start(1)) + 1
+            for offset, command in enumerate(re.sub(r"\\\n\s*", "", block[1]).splitlines()):
+                command = re.sub(r"\s+#\s.*$", "", command).strip()
+                if command:
+                    found.setdefault(command, f"{doc.relative_to(REPO)}:{line + offset}")
+    return found
+
+
+def test_every_command_the_docs_show_is_run_by_a_test_or_listed_with_the_reason_it_is_not():
+    shown = shown_commands()
+    unlisted = [f"{where}: {command}" for command, where in shown.items() if command not in COMMANDS]
+    assert not unlisted, "commands in the docs that no test runs: run them or list them in COMMANDS\n" + "\n".join(unlisted)
+    gone = [command for command in COMMANDS if command not in shown]
+    assert not gone, f"COMMANDS lists commands no doc shows any more (remove them): {gone}"
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+
+
+def test_validate_runs_as_shown_on_an_exported_folder_and_on_the_default_dataset(tmp_path):
+    folder = tmp_path / "path/to/folder"
+    assert shell(f"{sys.executable} -m ticketsim.cli export --out {folder}", REPO).returncode == 0
+    for command in ("ticketsim validate --csv path/to/folder", "ticketsim validate default"):
+        assert command in COMMANDS and COMMANDS[command].startswith(RUN_HERE)
+        done = shell(command.replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1),
+                     tmp_path if "--csv" in command else REPO)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert isinstance(json.loads(done.stdout), dict)      # the intake report: counts of what was tolerated
+
+
+# ----------------------------------------------------------------------------------- the SemEval switch, as written
+def org_question(number: int, label: str, subject: str, body: str, related: str, comments: list[str]) -> str:
+    """One OrgQuestion with one related thread, in the organizers' layout (attributes as in the dev file)."""
+    q, r = f"Q{number}", f"Q{number}_R1"
+    texts = "".join(f'\n\t\t<RelComment RELC_ID="{r}_C{i}" RELC_DATE="2013-05-03 07:23:20" RELC_USERID="U{i}" '
+                    f'RELC_USERNAME="user{i}" RELC_RELEVANCE2ORGQ="Good" RELC_RELEVANCE2RELQ="Good">\n'
+                    f"\t\t\t<RelCText>{text}</RelCText>\n\t\t</RelComment>" for i, text in enumerate(comments, start=1))
+    return (f'<OrgQuestion ORGQ_ID="{q}">\n\t<OrgQSubject>{subject}</OrgQSubject>\n\t<OrgQBody>{body}</OrgQBody>\n'
+            f'\t<Thread THREAD_SEQUENCE="{r}">\n\t\t<RelQuestion RELQ_ID="{r}" RELQ_RANKING_ORDER="1" '
+            f'RELQ_CATEGORY="Advice and Help" RELQ_DATE="2013-05-02 19:43:00" RELQ_USERID="U9" RELQ_USERNAME="asker" '
+            f'RELQ_RELEVANCE2ORGQ="{label}">\n\t\t\t<RelQSubject>{related}</RelQSubject>\n'
+            f"\t\t\t<RelQBody>{related} in Doha?</RelQBody>\n\t\t</RelQuestion>{texts}\n\t</Thread>\n</OrgQuestion>\n")
+
+
+def write_semeval_fixture(folder: Path) -> None:
+    """The two files `source: semeval2016` reads by default (config.SEMEVAL_FILES), three questions each."""
+    folder.mkdir(parents=True)
+    topics = [("Good bank", "Which is a good bank in Doha", "Best bank", ["Commercial bank", "QNB is fine"]),
+              ("Driving license", "How to get a driving license", "License transfer", ["Go to the traffic department"]),
+              ("Cheap flights", "Where to buy cheap tickets", "Flights to Manila", ["Try the travel agencies"])]
+    labels = ("PerfectMatch", "Relevant", "Irrelevant")
+    for name, first in (("SemEval2016-Task3-CQA-QL-train-part2.xml", 1), ("SemEval2016-Task3-CQA-QL-dev.xml", 10)):
+        body = "".join(org_question(first + i, labels[i], *topic) for i, topic in enumerate(topics))
+        (folder / name).write_text(f'<?xml version="1.0" encoding="utf-8"?>\n<xml version="1.0">\n{body}</xml>\n')
+
+
+@pytest.mark.slow
+def test_the_semeval_switch_of_the_readme_runs_as_written_up_to_prepare(tmp_path):
+    shown = shown_commands()
+    assert SEMEVAL_SWITCH in shown and shown[SEMEVAL_SWITCH].startswith("README.md")
+    repo = clone(tmp_path / "repo")
+    write_semeval_fixture(tmp_path / "shared/data/semeval2016-task3")   # ../shared beside the clone, as the command says
+    for git in ("config user.email docs@test", "config user.name docs-test", "add -A", "commit -qm clone"):
+        subprocess.run(["git", *git.split()], cwd=repo, check=True, capture_output=True)
+    done = shell(f"{SEMEVAL_SWITCH} prepare@semeval", repo)     # `dvc exp run` needs a commit: it runs in a git workspace
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    params = yaml.safe_load((repo / "params.yaml").read_text())   # the experiment's params, applied to the workspace
+    assert params["datasets"]["semeval"] == {"source": "semeval2016", "raw": "../shared/data/semeval2016-task3"}
+    corpus = Corpus.read(repo / "data/semeval/prepared")
+    assert sorted(corpus.pairs["split"]) == ["dev"] * 3 + ["train"] * 3 and corpus.tickets.height == 6
+    assert sorted(corpus.pairs["label"]) == [1, 1, 3, 3, 5, 5]     # PerfectMatch 5, Relevant 3, Irrelevant 1
+    solutions = dict(zip(corpus.tickets["ticket_id"], corpus.tickets["solution"]))
+    assert solutions["Q1_R1"] == "Commercial bank\nQNB is fine"      # the thread's comments, in order
+
+
+# ------------------------------------------------------------------------------ on the bare-clone pipeline's outputs
+@pytest.mark.slow
+def test_what_comes_out_runs_as_shown_on_the_pipelines_outputs(repro_workspace):
+    for command in ("dvc metrics show", "cat reports/default/table5/dev.md"):
+        assert COMMANDS[command].startswith(RUN_HERE)
+        done = shell(command, repro_workspace)
+        assert done.returncode == 0 and done.stdout.strip(), done.stdout + done.stderr
+    assert "metrics/default/" in shell("dvc metrics show", repro_workspace).stdout
