@@ -98,6 +98,7 @@ def test_pool_scores_are_the_pair_scores_of_every_query_with_every_ticket(name, 
     assert pool.shape == (len(query_ids), 7) and np.allclose(pool.ravel(), pairwise.numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_a_tiny_model_overfits_a_tiny_set(name, corpus):
     model, predict, targets = tiny(name, corpus)

@@ -92,6 +92,7 @@ def train_fusion(variant: VariantConfig, seed: int = 0) -> tuple[SiameseLSTM, li
     return model, history.dev_loss
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["mse", "pairwise", "softmax"])
 def test_learned_weights_move_to_the_informative_channel_and_stay_positive(loss):
     variant = VariantConfig(channels={"S": 0.5, "E": 0.5}, levels={"sub-sub": 1.0}, learn=True, loss=loss)
@@ -103,6 +104,7 @@ def test_learned_weights_move_to_the_informative_channel_and_stay_positive(loss)
     assert min(dev_loss) < dev_loss[0]
 
 
+@pytest.mark.slow
 def test_a_ranking_loss_needs_whole_queries_and_training_is_deterministic():
     _, pairs = toy()
     _, groups = loss_and_groups(VariantConfig({"S": 1.0}, {"sub-sub": 1.0}, loss="pairwise"), pairs)

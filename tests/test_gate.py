@@ -55,6 +55,7 @@ def test_dvc_baseline_reads_the_old_values_of_the_final_variants_metrics_file():
     assert dvc_baseline(diff, "metrics/default/siamese/22.json", "#22.") == {"dev.rerank.map": 0.7}
 
 
+@pytest.mark.slow
 def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monkeypatch, registry):
     """No registry champion: the champion's metrics are `dvc metrics diff main`'s old values."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

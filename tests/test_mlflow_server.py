@@ -14,6 +14,8 @@ from retrain_workspace import fake_version, make_workspace
 from ticketsim.config import TrackingConfig, load_params
 from ticketsim.tracking import CHAMPION, PREVIOUS, aliases
 
+pytestmark = pytest.mark.slow   # a real MLflow tracking server and the retraining loop
+
 STARTUP_SECONDS = 60
 
 

@@ -15,6 +15,8 @@ from http_server import serving
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
 
+pytestmark = pytest.mark.slow   # the bare-clone pipeline's store in an MLflow server and chromium
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

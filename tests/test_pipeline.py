@@ -3,10 +3,13 @@ import json
 
 import mlflow
 import pandas as pd
+import pytest
 import yaml
 from conftest import run
 
 from ticketsim.comparison import title
+
+pytestmark = pytest.mark.slow   # the session's bare-clone `dvc repro` (minutes)
 
 
 def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspace):

@@ -42,6 +42,8 @@ from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.tracking import URI_VARIABLE
 from ticketsim.tune import HEARTBEAT_VARIABLE, open_study, surplus
 
+pytestmark = pytest.mark.slow   # a PostgreSQL server, MLflow over it, tune workers
+
 DRIVER = "postgresql+psycopg2"   # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3; the test extra has psycopg2
 N_TRIALS = 8
 EPOCHS = 3                       # per trial (retrain mode)

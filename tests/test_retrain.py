@@ -11,6 +11,7 @@ import random
 import mlflow
 import numpy as np
 import polars as pl
+import pytest
 from retrain_workspace import Workspace, make_workspace
 
 from ticketsim.config import DatasetConfig, GateRule, Params, SiameseParams, SyntheticConfig, TextConfig, TrainConfig, VariantConfig
@@ -20,6 +21,8 @@ from ticketsim.gate import compare
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.tracking import CHAMPION, PREVIOUS, URI_VARIABLE
 from ticketsim.tune import build_problem, train_variant
+
+pytestmark = pytest.mark.slow   # `ticketsim retrain` end to end in throwaway repos (minutes)
 
 LEVELS = {"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1}   # the paper's #20-22
 

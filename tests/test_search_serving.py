@@ -14,6 +14,8 @@ from http_server import serving
 
 from ticketsim.search.searcher import Searcher
 
+pytestmark = pytest.mark.slow   # the bare-clone pipeline's model served over HTTP, and chromium
+
 STARTUP_SECONDS = 180     # torch, transformers and the model load inside the server on a busy 2-core box
 MODEL = "ticketsim-siamese-default"
 QUERY = {"subject": "pump getting hot", "description": "the feed pump runs at 95 C since monday, bearing noise"}

@@ -78,6 +78,7 @@ def searched_variant(params: dict[str, float]) -> VariantConfig:
                    levels={k[2:]: v for k, v in params.items() if k.startswith("V_")})
 
 
+@pytest.mark.slow
 def test_rescore_finds_better_weights_than_the_final_variants_and_reports_their_own_figures(tmp_path, corpus_and_tokens):
     params = make_params(tmp_path, n_trials=12)
     problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
@@ -117,6 +118,7 @@ def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
     assert len(optuna.get_all_study_names(params.tune.storage)) == 1
 
 
+@pytest.mark.slow
 def test_two_worker_processes_share_one_sqlite_study(tmp_path, corpus_and_tokens):
     # How the trials divide between the workers depends on the machine's load: benchmarks/speed_goals.py measures it.
     params = make_params(tmp_path, n_trials=30)
@@ -161,6 +163,7 @@ def test_the_search_never_reads_the_test_split(tmp_path, corpus_and_tokens):
     assert results[0] == results[1]
 
 
+@pytest.mark.slow
 def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpus_and_tokens, monkeypatch):
     for variable in ("TICKETSIM_TRACKING_URI", "MLFLOW_TRACKING_URI"):
         monkeypatch.delenv(variable, raising=False)
