@@ -24,6 +24,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
     "python -m pytest": "the suite itself: .ci/run runs it",
+    'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
+    "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
     "uv pip install --compile-bytecode -e .": "an install: .ci/run installs so",
     "dvc metrics show": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
