@@ -74,6 +74,7 @@ def test_groups_batching_keeps_queries_whole_and_is_seeded():
     assert [b.tolist() for b in plain] == [b.tolist() for b in expected]
 
 
+@pytest.mark.slow
 def test_fit_batches_whole_queries_and_ranks_with_the_given_loss():
     model, predict, targets, rows = tiny_problem()      # 8 queries x 3 candidates, rows in query order
     groups = rows // 3

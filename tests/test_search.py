@@ -23,7 +23,7 @@ def parts(search_parts):
 
 
 @pytest.fixture(scope="module")
-def searchers(parts, tmp_path_factory):
+def searchers(parts, tmp_path_factory):     # a minute or more with channel S: its tests are marked slow
     """variant -> (bundle, scorer, searcher over every ticket, the model's own pool matrix, channel S of the corpus).
 
     The index takes S from the model's own pass (as the index stage takes the sentence_encoder stage's S.npz): encoding
@@ -80,6 +80,7 @@ def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lex
         assert rows.tolist() == best.tolist() and np.allclose(totals, brute[best])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["all", "22", "FA"])
 def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_every_ticket(searchers, parts, variant):
     """'all' weighs every channel, L (BM25: the threshold algorithm) among them, with learned W and V; '22' is the paper's
@@ -97,6 +98,7 @@ def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_ev
             assert np.allclose([h.calibrated for h in answer.hits], scorer.calibrator(scores))
 
 
+@pytest.mark.slow
 def test_added_tickets_are_searched_as_if_the_index_had_been_built_with_them(searchers, parts, tmp_path):
     bundle, scorer, whole, _, sentence = searchers["all"]
     tickets = parts.corpus.tickets
@@ -117,6 +119,7 @@ def queries(*texts: tuple[str, str]) -> pl.DataFrame:
     return pl.DataFrame([(f"q{i}", s, d) for i, (s, d) in enumerate(texts)], schema=QUERY_SCHEMA, orient="row")
 
 
+@pytest.mark.slow
 def test_bad_queries_get_clear_answers_never_a_crash_or_a_silent_wrong_answer(searchers, parts):
     searcher = searchers["all"][2]
     with pytest.raises(DataError, match="subject and description are both empty"):
@@ -132,6 +135,7 @@ def test_bad_queries_get_clear_answers_never_a_crash_or_a_silent_wrong_answer(se
     assert any("pump" in phrase.split() for part in everything.hits[0].reasons["parts"] for phrase in part["phrases"])
 
 
+@pytest.mark.slow
 def test_an_index_built_with_other_weights_is_refused_by_its_hash(searchers, parts, tmp_path):
     searcher = searchers["all"][2]
     retrained = make_bundle(tmp_path / "retrained", parts, "all", seed=1)   # the same configuration, other weights

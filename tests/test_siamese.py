@@ -52,6 +52,7 @@ def test_one_lstm_serves_every_branch():
     assert model.word.weight.grad is None  # word vectors frozen by default
 
 
+@pytest.mark.slow
 def test_a_tiny_model_overfits_a_tiny_set():
     # h alone: the fixed random E vectors of tiny_problem would keep g away from the targets
     model, predict, targets, rows = tiny_problem(MetricConfig(channels={"h": 1.0}, levels={"sub-sub": 0.5, "desc-sol": 0.5}))
@@ -65,6 +66,7 @@ def test_a_tiny_model_overfits_a_tiny_set():
     assert after < 0.02 < before
 
 
+@pytest.mark.slow
 def test_resume_from_checkpoint_ends_where_an_uninterrupted_run_ends(tmp_path):
     cfg = TrainConfig(epochs=6, batch_size=5, patience=10)
     model, predict, targets, rows = tiny_problem()
@@ -115,6 +117,7 @@ print(repr(sum(float(p.double().sum()) for p in model.parameters())))
 """
 
 
+@pytest.mark.slow
 def test_training_does_not_depend_on_pythons_string_hashing():
     """Each process hashes strings with its own seed: nothing the trainer iterates over may follow that order."""
     script = TRAIN_ONCE.format(tests=str(Path(__file__).parent))
