@@ -34,6 +34,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a server that runs until stopped: tests/test_mlflow_ui.py opens the same UI (`mlflow server`) in chromium",
     "ticketsim validate --csv path/to/folder": RUN_HERE + " (on a folder `ticketsim export` writes)",
     "ticketsim validate default": RUN_HERE,
+    "ticketsim validate --csv tests/fixtures/exports/jira --columns jira": RUN_HERE,
+    "ticketsim index build --tickets tests/fixtures/exports/servicenow.csv --columns servicenow --index servicenow-index":
+        "needs a trained bundle: tests/test_exports.py builds and grows an index from the same export on a small one",
     "python stages/comparators.py default --model mvlstm --corpus data/default/prepared --tokens data/default/tokens "
     "--word2vec data/default/channels/word2vec.kv --char-blstm data/default/channels/char_blstm.pt "
     "--out /tmp/cmp/models/default/comparators/mvlstm --metrics /tmp/cmp/metrics/default/comparators/mvlstm.json "
@@ -97,13 +100,14 @@ def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "DVC_NO_ANALYTICS": "1"})
 
 
-def test_validate_runs_as_shown_on_an_exported_folder_and_on_the_default_dataset(tmp_path):
+def test_validate_runs_as_shown_on_an_exported_folder_a_help_desk_export_and_the_default_dataset(tmp_path):
     folder = tmp_path / "path/to/folder"
     assert shell(f"{sys.executable} -m ticketsim.cli export --out {folder}", REPO).returncode == 0
-    for command in ("ticketsim validate --csv path/to/folder", "ticketsim validate default"):
+    for command in ("ticketsim validate --csv path/to/folder", "ticketsim validate default",
+                    "ticketsim validate --csv tests/fixtures/exports/jira --columns jira"):
         assert command in COMMANDS and COMMANDS[command].startswith(RUN_HERE)
         done = shell(command.replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1),
-                     tmp_path if "--csv" in command else REPO)
+                     tmp_path if "path/to/folder" in command else REPO)
         assert done.returncode == 0, done.stdout + done.stderr
         assert isinstance(json.loads(done.stdout), dict)      # the intake report: counts of what was tolerated
 
