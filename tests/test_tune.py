@@ -26,6 +26,7 @@ from ticketsim.config import (
 from ticketsim.data.synthetic import generate
 from ticketsim.experiment import save_model
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.threads import torch_threads
 from ticketsim.tune import (
     build_problem,
     default_measures,
@@ -41,6 +42,14 @@ from ticketsim.tune import (
 
 FINAL = VariantConfig(channels={"h": 0.7, "E": 0.1, "T": 0.2},
                       levels={"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """As the tune stage runs (siamese.threads: 1), whichever test comes first: with two threads on a busy 2-core box
+    one small training took 90 s instead of 1."""
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
