@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_mlflow_server import Server, answers, free_port  # noqa: E402  (the tests' server helpers: one way to stop a server)
+from http_server import Server, answers, free_port  # noqa: E402  (the tests' server helpers: one way to stop a server)
 
 from ticketsim.config import SyntheticConfig, load_params  # noqa: E402
 from ticketsim.data.synthetic import generate  # noqa: E402

@@ -1,6 +1,7 @@
 """A server under test as one context manager: started in its own process group on a free local port, polled on
 GET /health until it answers, then stopped with its workers. Used for `mlflow server`, `mlflow models serve` and
-`ticketsim serve` alike (tests/test_mlflow_server.py, test_mlflow_ui.py, test_search_serving.py, test_postgres.py)."""
+`ticketsim serve` alike (tests/test_mlflow_server.py, test_mlflow_ui.py, test_search_serving.py, test_postgres.py,
+test_feedback_server.py, test_feedback_browser.py); postgres_server.py takes its free port."""
 import os
 import signal
 import socket
@@ -46,10 +47,11 @@ def answers(uri: str) -> bool:
 
 
 @contextmanager
-def serving(command: Sequence[str], log: Path, startup_seconds: float, env: dict[str, str] | None = None,
+def serving(command: Sequence[str], log: Path, env: dict[str, str] | None = None, startup_seconds: float = 180,
             on_failure: Callable[[str], None] = pytest.fail) -> Iterator[Server]:
     """`command` ({port} filled in with a free port) until the block ends; `on_failure(message)` with the log's tail
-    when it exits or does not answer within startup_seconds (a busy 2-core box: imports alone take many seconds)."""
+    when it exits or does not answer within startup_seconds (the default: torch, transformers and a model loading on a
+    busy 2-core box)."""
     port = free_port()
     with Path(log).open("w") as out:
         process = subprocess.Popen([part.format(port=port) for part in command], stdout=out, stderr=subprocess.STDOUT,

@@ -10,11 +10,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from http_server import free_port
 
 SUPERUSER = "postgres"
 UNPRIVILEGED = ("postgres", "nobody")     # who runs the server when we are root
@@ -27,12 +28,6 @@ def find_bin_dir() -> Path | None:
         return Path(os.path.realpath(on_path)).parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[-3].split(".")[0]))
     return Path(candidates[-1]).parent if candidates else None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

@@ -11,9 +11,9 @@ import sys
 
 import polars as pl
 import pytest
+from http_server import serving
 from retrain_workspace import make_workspace
 from search_bundle import make_bundle
-from test_search_serving import serving
 
 from ticketsim.data.csvsource import read_records
 from ticketsim.data.intake import text_query_id
@@ -21,6 +21,8 @@ from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
+
+pytestmark = pytest.mark.slow   # chromium through feedback export to a retrained version (about 2 minutes)
 
 CLICKS = {"YES": "solved it", "REL": "related", "NO": "not relevant"}
 VALUES = {"YES": 5, "REL": 3, "NO": 1}

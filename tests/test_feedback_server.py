@@ -14,12 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from http_server import serving
 from search_bundle import make_bundle
-from test_search_serving import serving
 
 from ticketsim.access import TOKEN_VARIABLE
 from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
+
+pytestmark = pytest.mark.slow   # `ticketsim serve` on gunicorn, hundreds of concurrent clients, a SIGKILLed server
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,7 @@ def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
 
 
 def serve(model, journal: Path) -> list[str]:
-    """`ticketsim serve` with two workers on the tiny bundle, for test_search_serving.serving ({port} filled in there)."""
+    """`ticketsim serve` with two workers on the tiny bundle, for http_server.serving ({port} filled in there)."""
     bundle, index, _ = model
     return [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(index), "--port", "{port}",
             "--feedback", str(journal), "--workers", "2"]

@@ -23,7 +23,7 @@ def mlflow_server(tmp_path: Path, backend_store_uri: str, artifacts: Sequence[st
     """`mlflow server` on a free local port until the block ends; `on_failure(message)` when it does not answer."""
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_store_uri, *artifacts,
                "--host", "127.0.0.1", "--port", "{port}", "--workers", "1"]
-    return serving(command, tmp_path / "server.log", STARTUP_SECONDS, on_failure=on_failure)
+    return serving(command, tmp_path / "server.log", startup_seconds=STARTUP_SECONDS, on_failure=on_failure)
 
 
 @pytest.fixture

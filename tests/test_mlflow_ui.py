@@ -43,7 +43,7 @@ def ui(repro_workspace, tmp_path):
     shutil.copy2(repro_workspace / "mlflow.db", store)
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
                "--port", "{port}", "--workers", "1"]
-    with serving(command, tmp_path / "server.log", STARTUP_SECONDS) as server:
+    with serving(command, tmp_path / "server.log", startup_seconds=STARTUP_SECONDS) as server:
         yield server.uri, mlflow.MlflowClient(f"sqlite:///{store}")
 
 

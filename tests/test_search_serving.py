@@ -16,7 +16,6 @@ from ticketsim.search.searcher import Searcher
 
 pytestmark = pytest.mark.slow   # the bare-clone pipeline's model served over HTTP, and chromium
 
-STARTUP_SECONDS = 180     # torch, transformers and the model load inside the server on a busy 2-core box
 MODEL = "ticketsim-siamese-default"
 QUERY = {"subject": "pump getting hot", "description": "the feed pump runs at 95 C since monday, bearing noise"}
 
@@ -47,7 +46,7 @@ def test_the_served_champion_searches_and_answers_bad_requests_with_a_4xx_and_ke
                                                                                              tmp_path):
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", f"models:/{MODEL}@champion", "--env-manager", "local",
                "--host", "127.0.0.1", "--port", "{port}", "--workers", "1"]
-    with serving(command, tmp_path / "serve.log", STARTUP_SECONDS, {"MLFLOW_TRACKING_URI": champion_store}) as server:
+    with serving(command, tmp_path / "serve.log", {"MLFLOW_TRACKING_URI": champion_store}) as server:
         status, body = post(server.uri, search_body([QUERY, {"subject": "plc offline", "description": ""}], k=3))
         assert status == 200, body
         rows = body["predictions"]
@@ -80,7 +79,7 @@ def test_the_search_page_answers_a_query_in_a_real_browser(repro_workspace, tmp_
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     command = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(repro_workspace / "models/default/bundle"),
                "--index", str(repro_workspace / "models/default/index"), "--port", "{port}"]
-    with serving(command, tmp_path / "page.log", STARTUP_SECONDS) as server, sync_api.sync_playwright() as playwright:
+    with serving(command, tmp_path / "page.log") as server, sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
