@@ -6,6 +6,7 @@ The SemEval switch runs as written, with the organizers' XML layout in a tiny fi
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,21 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{\"dataframe_records\": [{\"subject\": "
     "\"pump getting hot\", \"description\": \"95 C since monday\"}], \"params\": {\"k\": 3}}'":
         "tests/test_search_serving.py posts the same request",
-    "ticketsim serve [--host 127.0.0.1] [--port 8000]": "a synopsis: tests/test_search_serving.py drives the page in chromium",
+    "ticketsim serve [--host 127.0.0.1] [--port 8000] [--workers 2] [--feedback feedback/judgments.jsonl]":
+        "a synopsis: tests/test_search_serving.py drives the page in chromium, tests/test_feedback_server.py on gunicorn",
+    "ticketsim feedback export [--journal feedback/judgments.jsonl] [--dataset default]":
+        "a synopsis: tests/test_feedback.py and test_feedback_browser.py run `feedback export`",
+    "TICKETSIM_FEEDBACK=feedback/judgments.jsonl TICKETSIM_FEEDBACK_TOKEN=s3cret MLFLOW_TRACKING_URI=sqlite:///mlflow.db "
+    "mlflow models serve -m models:/ticketsim-siamese-default@champion --env-manager local -p 5001":
+        "needs a registered champion: tests/test_feedback.py calls the served model's predict with a journal and a token",
+    "curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{\"dataframe_records\": [{\"subject\": "
+    "\"pump getting hot\", \"description\": \"95 C since monday\", \"ticket_id\": \"T00517\", \"label\": \"YES\"}], "
+    "\"params\": {\"token\": \"s3cret\"}}'": "tests/test_feedback.py sends the served model the same judgment",
+    "curl -s localhost:8000/api/feedback -H 'Content-Type: application/json' -d '{\"subject\": \"pump getting hot\", "
+    "\"description\": \"95 C since monday\", \"ticket_id\": \"T00517\", \"label\": \"YES\"}'":
+        "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
+    "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
+        "needs a running page: tests/test_feedback.py asks /api/search",
     "python benchmarks/select_config.py --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "a benchmark of many minutes (cross-validated training), not a test",
     "python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
@@ -74,16 +89,27 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
 
 
 def shown_commands() -> dict[str, str]:
-    """Every command of every ```bash block: command -> 'file:line'."""
+    """Every command of every ```bash block: command -> 'file:line'. A command goes on over a line ending in a backslash
+    or inside an open quote (as the shell reads it), with its continuation's indent folded to one space."""
     found = {}
     for doc in DOCS:
         text = doc.read_text()
         for block in re.finditer(r"^```bash\n(.*?)^```", text, re.M | re.S):
-            line = text.count("\n", 0, block.start(1)) + 1
-            for offset, command in enumerate(re.sub(r"\\\n\s*", "", block[1]).splitlines()):
-                command = re.sub(r"\s+#\s.*$", "", command).strip()
+            first = text.count("\n", 0, block.start(1)) + 1
+            command, start = "", first
+            for number, line in enumerate(block[1].splitlines(), start=first):
+                command, start = (f"{command} {line.strip()}", start) if command else (line.strip(), number)
+                if command.endswith("\\"):
+                    command = command[:-1].rstrip()
+                    continue
+                try:
+                    shlex.split(command, comments=True)
+                except ValueError:      # an open quote: the command goes on
+                    continue
+                command = re.sub(r"(^|\s+)#\s.*$", "", command).strip()
                 if command:
-                    found.setdefault(command, f"{doc.relative_to(REPO)}:{line + offset}")
+                    found.setdefault(command, f"{doc.relative_to(REPO)}:{start}")
+                command = ""
     return found
 
 

@@ -77,6 +77,7 @@ def train_map(corpus, inputs, model, variant=F_ONLY) -> float:
     return rerank_means(per_query(corpus.pairs.filter(train), scores[train], 10))["map"]
 
 
+@pytest.mark.slow
 def test_a_tiny_random_encoder_learns_a_tiny_set_through_the_metric(encoder_folder):
     corpus, _, inputs, model = setup(encoder_folder)
     before = train_map(corpus, inputs, model)
@@ -96,6 +97,7 @@ def test_one_set_of_encoder_weights_serves_every_component_and_both_sides(encode
     assert params == {"branches"}
 
 
+@pytest.mark.slow
 def test_fine_tuning_is_deterministic_under_a_seed_and_resumes_from_its_checkpoint(encoder_folder, tmp_path):
     short = replace(F_ONLY, train={**F_ONLY.train, "epochs": 4})
     states = []
