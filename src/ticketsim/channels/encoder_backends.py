@@ -60,12 +60,16 @@ def source_digest(source: str) -> str:
     return digest.hexdigest()[:12]
 
 
+def backend_label(backend: Backend, quantize: Quantize) -> str:
+    """What runs an encoder, as recorded with it: torch, onnx, onnx-int8."""
+    return backend if quantize == "none" else f"{backend}-{quantize}"
+
+
 def exported_folder(source: str, backend: Backend, quantize: Quantize, cache: str | Path) -> Path:
     """Where the export of `source` for this backend and quantization lives (made or not)."""
     # the folder and its parent: a package ships its model in a folder named just 'model'
     stem = "-".join(Path(source).parts[-2:]) if Path(source).is_dir() else source.replace("/", "--")
-    suffix = backend if quantize == "none" else f"{backend}-{quantize}"
-    return Path(cache).expanduser() / "exported" / f"{stem}-{source_digest(source)}-{suffix}"
+    return Path(cache).expanduser() / "exported" / f"{stem}-{source_digest(source)}-{backend_label(backend, quantize)}"
 
 
 def require_onnx() -> None:

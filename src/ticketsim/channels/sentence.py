@@ -41,7 +41,7 @@ from tqdm import tqdm
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 from ticketsim.channels.docnade import torch_threads
-from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, load_backend
+from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, backend_label, load_backend
 from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
 
@@ -134,7 +134,7 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
         raise EncoderError(f"sentence.model: {name}: cannot load {source} ({type(error).__name__}: {error}); {hint}") from None
     model.eval()
     limit = model.max_seq_length
-    return SentenceEncoder(model, name, loaded_from, min(max_tokens or limit, limit), backend if quantize == "none" else f"{backend}-{quantize}")
+    return SentenceEncoder(model, name, loaded_from, min(max_tokens or limit, limit), backend_label(backend, quantize))
 
 
 # ----------------------------------------------------------------------------------------------- split-zip models
