@@ -1,5 +1,7 @@
 """Channel S on the ONNX backend (float32 and int8): vectors near torch's, exported once and cached, threads honoured,
 clear errors. Skipped where the `fast` extra is not installed."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,9 @@ def test_unsupported_combinations_are_clear_errors(cache):
         load_encoder(DEFAULT_MODEL, quantize="int8", cache=cache)
     with pytest.raises(EncoderError, match="openvino.*transformers<5.6"):
         load_encoder(DEFAULT_MODEL, backend="openvino", cache=cache)
+
+
+def test_a_missing_extra_is_named(cache, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)      # as if the fast extra were not installed: import fails
+    with pytest.raises(EncoderError, match=r"onnxruntime is missing.*ticketsim\[fast\]"):
+        load_encoder(DEFAULT_MODEL, backend="onnx", cache=cache)
