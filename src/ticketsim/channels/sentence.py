@@ -26,6 +26,7 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
+from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, backend_label, load_backend
 from ticketsim.channels.encoder_files import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
 from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
@@ -40,8 +41,9 @@ class SentenceEncoder:
 
     model: Any                      # sentence_transformers.SentenceTransformer (imported lazily: offline env first)
     name: str                       # the sentence.model value
-    folder: str                     # the folder it was loaded from, or the hub name
+    folder: str                     # the folder it was loaded from (an export's, for onnx), or the hub name
     max_tokens: int
+    backend: str = "torch"          # what runs it: torch, onnx, onnx-int8
 
     @property
     def dim(self) -> int:
@@ -55,8 +57,11 @@ class SentenceEncoder:
 
 # ---------------------------------------------------------------------------------------------------------- loading
 def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: str | Path = DEFAULT_CACHE,
-                 max_tokens: int | None = None) -> SentenceEncoder:
-    """Load the encoder on the CPU. `max_tokens`: passage length (at most the model's max_seq_length; None: that)."""
+                 max_tokens: int | None = None, backend: Backend = "torch", quantize: Quantize = "none",
+                 threads: int = 1) -> SentenceEncoder:
+    """Load the encoder on the CPU. `max_tokens`: passage length (at most the model's max_seq_length; None: that).
+    `backend`, `quantize`: torch, or an export made once under `cache` (ticketsim.channels.encoder_backends), which
+    runs on `threads` threads from loading on (torch takes its threads when encoding)."""
     if max_tokens is not None and max_tokens < 8:
         raise EncoderError(f"sentence.max_tokens: {max_tokens} is too short for a passage (at least 8)")
     source, local = resolve_model(name, cache, download)
@@ -65,18 +70,19 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
         os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")    # the Rust tokenizer would take every core: threads says how many
-    from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
     transformers_logging.disable_progress_bar()     # its per-load 'Loading weights' bar; the encoding bar is ours
     try:
-        model = SentenceTransformer(source, device="cpu", local_files_only=local or not download)
+        model, loaded_from = load_backend(source, backend, quantize, threads, cache, local_files_only=local or not download)
+    except BackendError as error:
+        raise EncoderError(str(error)) from None
     except Exception as error:  # transformers raises OSError, ValueError, HF errors... for a missing or broken model
         hint = ("it is not in the local Hugging Face cache: set sentence.download: true where there is internet, "
                 "or give a local folder" if not local and not download else "is it a complete sentence-transformers folder?")
         raise EncoderError(f"sentence.model: {name}: cannot load {source} ({type(error).__name__}: {error}); {hint}") from None
     model.eval()
     limit = model.max_seq_length
-    return SentenceEncoder(model, name, source, min(max_tokens or limit, limit))
+    return SentenceEncoder(model, name, loaded_from, min(max_tokens or limit, limit), backend_label(backend, quantize))
 
 
 # ------------------------------------------------------------------------------------------------ texts, passages
@@ -219,7 +225,8 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
 
 def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
     """The encoder params `sentence` name."""
-    return load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens)
+    return load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens, backend=cfg.backend,
+                        quantize=cfg.quantize, threads=cfg.threads)
 
 
 def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True,
