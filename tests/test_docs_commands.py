@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from conftest import REPO, clone
@@ -153,14 +154,18 @@ def org_question(number: int, label: str, subject: str, body: str, related: str,
 
 
 def write_semeval_fixture(folder: Path) -> None:
-    """The two files `source: semeval2016` reads by default (config.SEMEVAL_FILES), three questions each."""
+    """The files `source: semeval2016` reads by default (config.SEMEVAL_FILES), three questions each; train part 1 as
+    rebuilt: no related-question subject, no comment."""
     folder.mkdir(parents=True)
     topics = [("Good bank", "Which is a good bank in Doha", "Best bank", ["Commercial bank", "QNB is fine"]),
               ("Driving license", "How to get a driving license", "License transfer", ["Go to the traffic department"]),
               ("Cheap flights", "Where to buy cheap tickets", "Flights to Manila", ["Try the travel agencies"])]
     labels = ("PerfectMatch", "Relevant", "Irrelevant")
-    for name, first in (("SemEval2016-Task3-CQA-QL-train-part2.xml", 1), ("SemEval2016-Task3-CQA-QL-dev.xml", 10)):
-        body = "".join(org_question(first + i, labels[i], *topic) for i, topic in enumerate(topics))
+    part1 = [(subject, body, "", []) for subject, body, _, _ in topics]
+    for name, first, questions in (("SemEval2016-Task3-CQA-QL-train-part1-nocomments.xml", 20, part1),
+                                   ("SemEval2016-Task3-CQA-QL-train-part2.xml", 1, topics),
+                                   ("SemEval2016-Task3-CQA-QL-dev.xml", 10, topics)):
+        body = "".join(org_question(first + i, labels[i], *topic) for i, topic in enumerate(questions))
         (folder / name).write_text(f'<?xml version="1.0" encoding="utf-8"?>\n<xml version="1.0">\n{body}</xml>\n')
 
 
@@ -177,10 +182,11 @@ def test_the_semeval_switch_of_the_readme_runs_as_written_up_to_prepare(tmp_path
     params = yaml.safe_load((repo / "params.yaml").read_text())   # the experiment's params, applied to the workspace
     assert params["datasets"]["semeval"] == {"source": "semeval2016", "raw": "../shared/data/semeval2016-task3"}
     corpus = Corpus.read(repo / "data/semeval/prepared")
-    assert sorted(corpus.pairs["split"]) == ["dev"] * 3 + ["train"] * 3 and corpus.tickets.height == 6
-    assert sorted(corpus.pairs["label"]) == [1, 1, 3, 3, 5, 5]     # PerfectMatch 5, Relevant 3, Irrelevant 1
+    assert sorted(corpus.pairs["split"]) == ["dev"] * 3 + ["train"] * 6 and corpus.tickets.height == 9
+    assert sorted(corpus.pairs["label"]) == [1, 1, 1, 3, 3, 3, 5, 5, 5]     # PerfectMatch 5, Relevant 3, Irrelevant 1
     solutions = dict(zip(corpus.tickets["ticket_id"], corpus.tickets["solution"]))
     assert solutions["Q1_R1"] == "Commercial bank\nQNB is fine"      # the thread's comments, in order
+    assert solutions["Q20_R1"] == "" and corpus.tickets.filter(pl.col("ticket_id") == "Q20_R1")["subject"].item() == ""
 
 
 # ------------------------------------------------------------------------------ on the bare-clone pipeline's outputs

@@ -22,7 +22,6 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
 from ticketsim.channels.sumemb import sumemb_vectors, word_vectors
 from ticketsim.channels.topics import TopicModel, load_topic_models, topic_vectors
-from ticketsim.channels.word2vec import load_vectors
 from ticketsim.config import (
     BM25Config,
     EncoderConfig,
@@ -55,6 +54,8 @@ from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
     from ticketsim.channels.sentence import SentenceEncoder
 
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
@@ -114,9 +115,7 @@ class Scorer:
     scales: dict[str, float]
     model: SiameseLSTM          # trained on `words`; rebuilt around each new vocabulary in score()
     words: tuple[str, ...]
-    word2vec: object
-    chars: CharEncoder
-    topics: dict[str, TopicModel]
+    directory: Path             # the bundle: channels E's and T's models load from it on first use
     calibrator: Calibrator
     sentence: SentenceConfig = SentenceConfig()
     bm25: BM25Config = BM25Config()
@@ -129,11 +128,26 @@ class Scorer:
         model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder"),
                            manifest["scales"])
         return cls(build(TextConfig, manifest["text"], "manifest.text"), variant,
-                   manifest["max_tokens"], manifest["scales"], model, tuple(manifest["words"]),
-                   load_vectors(directory / FILES["word2vec"]), load_checkpoint(directory / FILES["char_blstm"]),
-                   load_topic_models(directory / FILES["docnade"]), Calibrator.load(directory / FILES["calibrator"]),
+                   manifest["max_tokens"], manifest["scales"], model, tuple(manifest["words"]), directory,
+                   Calibrator.load(directory / FILES["calibrator"]),
                    build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence"),
                    build(BM25Config, manifest.get("bm25", {}), "manifest.bm25"))
+
+    @cached_property
+    def word2vec(self) -> KeyedVectors:
+        """Channel E's word vectors (and the LSTM's input): loaded, with gensim, only by a variant that weighs h or E."""
+        from ticketsim.channels.word2vec import load_vectors
+
+        return load_vectors(self.directory / FILES["word2vec"])
+
+    @cached_property
+    def chars(self) -> CharEncoder:
+        return load_checkpoint(self.directory / FILES["char_blstm"])
+
+    @cached_property
+    def topics(self) -> dict[str, TopicModel]:
+        """Channel T's models, which the search's reasons read too."""
+        return load_topic_models(self.directory / FILES["docnade"])
 
     @cached_property
     def sentence_encoder(self) -> SentenceEncoder:
@@ -150,7 +164,8 @@ class Scorer:
         metric = metric_of(self.variant)
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False)
         # Every word through the char-BLSTM once: the rows feed channel E and the LSTM's embedding table alike.
-        table = word_vectors(list(tokens.vocabulary()["token"]), self.word2vec, self.chars)
+        words = metric.channels.get("h") or metric.channels.get("E")
+        table = word_vectors(list(tokens.vocabulary()["token"]), self.word2vec, self.chars) if words else None
         channels: list[ChannelVectors] = []
         if metric.channels.get("E"):
             channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
@@ -174,9 +189,12 @@ class Scorer:
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
         return scores, pool_scores(model, inputs, metric) if pool else None
 
-    def model_for(self, inputs: Inputs, word_table: np.ndarray) -> SiameseLSTM:
+    def model_for(self, inputs: Inputs, word_table: np.ndarray | None) -> SiameseLSTM:
         """The trained LSTM with an embedding table for this vocabulary (word_table: word_vectors of inputs.words):
-        trained rows where known, fresh ones elsewhere."""
+        trained rows where known, fresh ones elsewhere. Without a table (the variant weighs neither h nor E) the
+        model is the trained one as it is: its LSTM reads no word."""
+        if word_table is None:
+            return self.model.eval()
         table = torch.from_numpy(np.array(word_table, dtype=np.float32))
         trained = {w: i for i, w in enumerate(self.words, start=1)}
         known = [(row, trained[w]) for row, w in enumerate(inputs.words) if w in trained]

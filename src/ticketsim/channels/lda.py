@@ -21,7 +21,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from gensim.models import LdaModel
 from scipy.special import gammaln, logsumexp, psi
 
 from ticketsim.channels.docnade import Documents
@@ -40,6 +39,8 @@ class LDATopics:
 
 def train_lda(documents: Documents, vocab_size: int, n_topics: int, cfg: LDAConfig, seed: int) -> LDATopics:
     corpus = [sorted(Counter(doc).items()) for doc in documents if doc]
+    from gensim.models import LdaModel  # gensim only to train: a search loads topics without it
+
     model = LdaModel(corpus, num_topics=n_topics, id2word={i: str(i) for i in range(vocab_size)}, passes=cfg.passes,
                      iterations=cfg.iterations, alpha=cfg.alpha, random_state=seed, eval_every=None)
     return LDATopics(model.get_topics().astype(np.float64), np.asarray(model.alpha, dtype=np.float64))

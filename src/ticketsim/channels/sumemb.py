@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from gensim.models import KeyedVectors
 
 from ticketsim.channels.cache import ChannelVectors, component_texts
 from ticketsim.channels.char_blstm import CharEncoder, encode
 from ticketsim.text.tokenize import Tokens
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
 
 
 def word_vectors(words: Sequence[str], word2vec: KeyedVectors, chars: CharEncoder) -> np.ndarray:
