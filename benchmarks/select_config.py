@@ -28,7 +28,7 @@ from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_ord
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.experiment import metric_of, reads
 from ticketsim.selection import cross_validate, fold_maps, mean_ap, paired_test, per_query, with_folds
-from ticketsim.tune import Problem, stage_problem, train_variant
+from ticketsim.tune import Problem, problem_from_files, train_variant
 
 CACHED = ("E", "T", "S")                     # the cached channels a variant may weigh, data/<dataset>/channels/<c>.npz
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
@@ -148,8 +148,8 @@ def main() -> None:
         parser.error(f"{', '.join(missing)} missing: run `dvc repro` in {args.workspace} first (channel S: stage "
                      f"sentence_encoder@{args.dataset})")
     channels = [str(data / "channels" / f"{c}.npz") for c in CACHED if (data / "channels" / f"{c}.npz").is_file()]
-    problem = stage_problem(params, args.dataset, str(data / "prepared"), str(data / "tokens"), str(data / "channels" / "word2vec.kv"),
-                            str(data / "channels" / "char_blstm.pt"), channels, [every[name] for name in args.variants])
+    problem = problem_from_files(params, str(data / "prepared"), str(data / "tokens"), str(data / "channels" / "word2vec.kv"),
+                                 str(data / "channels" / "char_blstm.pt"), channels, [every[name] for name in args.variants])
     epochs, cv_seeds = args.epochs, len(args.seeds) if args.cv_seeds is None else args.cv_seeds
 
     results = {}

@@ -1,5 +1,4 @@
 """Stage siamese: train one Table 5 variant (#15-22) of the Replicated Siamese LSTM on one dataset and evaluate it."""
-import argparse
 import json
 import time
 from dataclasses import asdict, replace
@@ -12,7 +11,7 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import load_checkpoint
 from ticketsim.channels.sumemb import word_vectors
 from ticketsim.channels.word2vec import load_vectors
-from ticketsim.config import load_params, load_tuned
+from ticketsim.config import load_tuned
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.report import reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
@@ -31,28 +30,23 @@ from ticketsim.experiment import (
     scaled,
 )
 from ticketsim.mining import mine
+from ticketsim.stage import Arg, Stage
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_artifacts, log_metrics, stage_run
+from ticketsim.tracking import log_metrics
+
+STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
+              options={"variant": "a key of siamese.variants in params.yaml (with --variant-file: the row's name)",
+                       "variant_file": Arg("YAML of the tune stage (channels, levels, hidden): the weights and LSTM size "
+                                           "to train", required=False),
+                       "channels": Arg("cached channel vectors (.npz): E, T, ...", many=True),
+                       "out": "folder for the trained model (weights, checkpoints), calibrator.json, scales.json"})
 
 LOSS_PREFIX = {"labels": "", "selfsup": "selfsup_"}   # MLflow keys: train_loss, dev_loss as every stage; selfsup_* for phase 1
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("dataset")
-    parser.add_argument("--variant", required=True, help="a key of siamese.variants in params.yaml (with --variant-file: the row's name)")
-    parser.add_argument("--variant-file", help="YAML of the tune stage (channels, levels, hidden): the weights and LSTM size to train")
-    parser.add_argument("--corpus", required=True, help="the prepare stage's folder")
-    parser.add_argument("--tokens", required=True, help="the tokenize stage's folder")
-    parser.add_argument("--word2vec", required=True, help="the word2vec stage's vectors (.kv)")
-    parser.add_argument("--char-blstm", required=True, help="the char_blstm stage's checkpoint (.pt)")
-    parser.add_argument("--channels", nargs="*", default=[], help="cached channel vectors (.npz): E, T, ...")
-    parser.add_argument("--out", required=True, help="folder for checkpoint.pt, calibrator.json, scales.json")
-    parser.add_argument("--metrics", required=True, help="JSON file: variant -> split -> protocol -> measure")
-    parser.add_argument("--plots", required=True, help="folder for the reliability plot")
-    parser.add_argument("--params", default="params.yaml")
-    args = parser.parse_args()
-    params = load_params(args.params)
+    stage = STAGE.start()
+    params, args = stage.params, stage.args
     cfg = params.siamese
     if args.variant_file:
         variant = load_tuned(args.variant_file)
@@ -62,10 +56,11 @@ def main() -> None:
     metric = metric_of(variant)
     logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)
-    stage = "final" if args.variant_file else "siamese"    # one stage tag for all variants: the variant is a tag and a param
-    with stage_run(params.tracking, stage, args.dataset, logged, name=f"{stage}#{args.variant}@{args.dataset}",
-                   tags={"variant": args.variant, "method": f"#{args.variant}"}, corpus=args.corpus,
-                   raw=params.dataset(args.dataset).raw):
+    tag = "final" if args.variant_file else "siamese"    # one stage tag for all variants: the variant is a tag and a param
+    out = Path(args.out)
+    with stage.run(logged, stage=tag, name=f"{tag}#{args.variant}@{stage.dataset}",
+                   tags={"variant": args.variant, "method": f"#{args.variant}"},
+                   artifacts=(args.metrics, out / "calibrator.json", out / "scales.json", args.plots)):
         started = time.perf_counter()
         corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
         pairs, train_pairs = corpus.pairs, corpus.split("train")
@@ -81,7 +76,6 @@ def main() -> None:
         torch.manual_seed(params.seed)
         model = build_model(cfg, word_vectors(list(inputs.words), load_vectors(args.word2vec), chars), chars.dim, variant, start)
 
-        out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         histories = fit_variant(model, inputs, pairs, variant, cfg, params.seed, mined, checkpoints=out,
                                 on_epoch=lambda phase, epoch, train, dev: log_metrics(
@@ -99,7 +93,7 @@ def main() -> None:
         if args.variant_file:   # the register stage builds the bundle from these weights, not from siamese.variants
             (out / "variant.json").write_text(json.dumps(asdict(variant), indent=2) + "\n")
         reliability_plot(calibrator(scores[~is_train]), pairs["label"].to_numpy()[~is_train],
-                         Path(args.plots) / f"reliability_{args.variant}.png", f"{args.dataset} #{args.variant}: calibrated vs gold")
+                         Path(args.plots) / f"reliability_{args.variant}.png", f"{stage.dataset} #{args.variant}: calibrated vs gold")
         phases = {phase: {"epochs": len(h.dev_loss), "best_epoch": h.best_epoch, "best_dev_loss": h.best_dev_loss}
                   for phase, h in histories.items()}
         training = {**phases.pop("labels", {}), **phases, "seconds": round(time.perf_counter() - started, 1)}
@@ -107,10 +101,8 @@ def main() -> None:
             learned = model.metric(metric)
             training["weights"] = {"channels": {c: round(float(w), 4) for c, w in learned.channels.items()},
                                    "levels": {k: round(float(w), 4) for k, w in learned.levels.items()}}
-        Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.metrics).write_text(json.dumps({**results, "training": training}, indent=2) + "\n")
-        log_metrics({**results[f"#{args.variant}"], "training": training})   # dev.rerank.map, ...: the same keys in every variant
-        log_artifacts(args.metrics, out / "calibrator.json", out / "scales.json", args.plots)
+        # dev.rerank.map, ...: the same keys in every variant
+        stage.metrics({**results, "training": training}, logged={**results[f"#{args.variant}"], "training": training})
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from ticketsim import cli
 from ticketsim.config import GateRule, TrackingConfig, load_params
 from ticketsim.gate import compare, dvc_baseline
 from ticketsim.retrain import gate_rules, registered_name, run_gate
-from ticketsim.tracking import CHAMPION, PREVIOUS, URI_VARIABLE, aliases, latest_version, promote, rollback
+from ticketsim.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
+from ticketsim.tracking import URI_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}

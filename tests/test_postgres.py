@@ -40,14 +40,14 @@ from ticketsim.config import CharBLSTMConfig, SyntheticConfig, TextConfig, TuneC
 from ticketsim.data.synthetic import generate
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.tracking import URI_VARIABLE
-from ticketsim.tune import HEARTBEAT_VARIABLE, open_study, surplus
+from ticketsim.study import HEARTBEAT_VARIABLE, open_study, surplus
 
 pytestmark = pytest.mark.slow   # a PostgreSQL server, MLflow over it, tune workers
 
 DRIVER = "postgresql+psycopg2"   # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3; the test extra has psycopg2
 N_TRIALS = 8
 EPOCHS = 3                       # per trial (retrain mode)
-HEARTBEAT = 1                    # seconds: a killed worker's trial is stale after tune.GRACE_BEATS of them
+HEARTBEAT = 1                    # seconds: a killed worker's trial is stale after study.GRACE_BEATS of them
 Trial = optuna.trial.FrozenTrial
 State = optuna.trial.TrialState
 
@@ -162,7 +162,7 @@ class Worker:
 
 class StudyReader:
     """The workers' one study, read with one connection pool, without creating Optuna's tables itself: the workers
-    start on an empty database and race to (tune.storage must cope)."""
+    start on an empty database and race to (study.storage must cope)."""
 
     def __init__(self, url: str) -> None:
         self.url, self.storage = url, None

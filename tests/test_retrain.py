@@ -19,7 +19,8 @@ from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.gate import compare
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.tracking import CHAMPION, PREVIOUS, URI_VARIABLE
+from ticketsim.registry import CHAMPION, PREVIOUS
+from ticketsim.tracking import URI_VARIABLE
 from ticketsim.tune import build_problem, train_variant
 
 pytestmark = pytest.mark.slow   # `ticketsim retrain` end to end in throwaway repos (minutes)

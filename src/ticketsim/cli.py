@@ -172,7 +172,8 @@ def gate_command(args: argparse.Namespace) -> int:
 def rollback_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
     from ticketsim.retrain import registered_name
-    from ticketsim.tracking import check_reachable, rollback
+    from ticketsim.registry import rollback
+    from ticketsim.tracking import check_reachable
 
     params = load_params(args.params)
     check_reachable(params.tracking)
@@ -287,9 +288,24 @@ def positive(text: str) -> int:
 
 
 def tune_command(args: argparse.Namespace) -> int:
-    from ticketsim.tune import tune_command as run_tune  # torch and optuna
+    """The tune stage's work on the files `dvc repro` leaves: the channel caches there are, and the siamese stage's
+    model of siamese.final when it has run (else the search trains one)."""
+    from ticketsim.config import load_params
+    from ticketsim.experiment import WEIGHTS
+    from ticketsim.tune import problem_from_files, run  # torch and optuna
 
-    return run_tune(args)
+    params, data = load_params(args.params), Path(f"data/{args.dataset}")
+    params.dataset(args.dataset)
+    base = Path(f"models/{args.dataset}/{params.siamese.final}")
+    channels = [str(path) for path in sorted((data / "channels").glob("*.npz"))]
+    result = run(params, args.dataset,
+                 lambda: problem_from_files(params, str(data / "prepared"), str(data / "tokens"),
+                                            str(data / "channels" / "word2vec.kv"), str(data / "channels" / "char_blstm.pt"),
+                                            channels),
+                 args.out or f"tuned/{args.dataset}.yaml", args.metrics or f"metrics/{args.dataset}/tune.json",
+                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / WEIGHTS).is_file() else None)
+    print(json.dumps(result, indent=2))
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,18 +18,8 @@ from pathlib import Path
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
 from ticketsim.gate import GateResult, compare, dvc_baseline
-from ticketsim.tracking import (
-    CHAMPION,
-    ModelVersion,
-    check_reachable,
-    latest_version,
-    model_version,
-    promote,
-    sanitize,
-    tag_version,
-    tracking_uri,
-    version_by_alias,
-)
+from ticketsim.registry import CHAMPION, ModelVersion, latest_version, model_version, promote, tag_version, version_by_alias
+from ticketsim.tracking import check_reachable, sanitize, tracking_uri
 
 GATE_TAG = "gate"
 BASELINE_FILE = "metrics/{dataset}/siamese/final.json"     # the final stage's: {"#<final>-tuned": results, ...}

@@ -1,7 +1,6 @@
-"""The one place that talks to MLflow: a run per stage run, tagged with stage, dataset and git revision; and the model
-registry of `ticketsim retrain`: the champion and previous versions of a registered model are the aliases CHAMPION and
-PREVIOUS, and a version's metrics are those of the run that produced it.
-"""
+"""MLflow runs: a run per stage run, tagged with stage, dataset and git revision, its params, metrics, artifacts and
+dataset input; child runs (methods, search trials); and where the runs are (the tracking URI, a server that answers).
+The model registry is ticketsim.registry's."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,12 +9,10 @@ import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mlflow
-from mlflow.entities.model_registry import RegisteredModel
 from mlflow.exceptions import MlflowException
 
 from ticketsim.config import TrackingConfig
@@ -233,9 +230,8 @@ def git_revision() -> str:
         return "unknown"
 
 
-# ---------------------------------------------------------------- the tracking server and the model registry
+# ---------------------------------------------------------------- where the runs are: the tracking URI and server
 
-CHAMPION, PREVIOUS = "champion", "previous"
 # Not MLFLOW_TRACKING_URI: mlflow.set_tracking_uri writes that variable, so in a process that ran one stage_run it
 # would silently override every later configuration.
 URI_VARIABLE = "TICKETSIM_TRACKING_URI"
@@ -244,17 +240,6 @@ SQLITE = "sqlite:///"
 
 class TrackingUnavailable(StepError):
     """The tracking server does not answer: raised before any training, so no run is lost."""
-
-
-@dataclass(frozen=True)
-class ModelVersion:
-    """A version of a registered model, its tags, and the metrics (latest value per key) of the run that produced it."""
-
-    model: str
-    version: str
-    run_id: str
-    metrics: dict[str, float]
-    tags: dict[str, str]
 
 
 def tracking_uri(cfg: TrackingConfig) -> str:
@@ -298,66 +283,3 @@ def check_reachable(cfg: TrackingConfig, timeout_seconds: int = 10) -> None:
     finally:
         for name, value in saved.items():
             os.environ.pop(name) if value is None else os.environ.update({name: value})
-
-
-def aliases(cfg: TrackingConfig, model: str) -> dict[str, str]:
-    """alias -> version of a registered model; {} when the model is not registered yet."""
-    found = registered_model(client(cfg), model)
-    return {alias: str(version) for alias, version in found.aliases.items()} if found else {}
-
-
-def registered_model(registry: mlflow.MlflowClient, model: str) -> RegisteredModel | None:
-    try:
-        return registry.get_registered_model(model)
-    except MlflowException as error:
-        if error.error_code == "RESOURCE_DOES_NOT_EXIST":
-            return None
-        raise
-
-
-def model_version(cfg: TrackingConfig, model: str, version: str) -> ModelVersion:
-    registry = client(cfg)
-    found = registry.get_model_version(model, version)
-    metrics = dict(registry.get_run(found.run_id).data.metrics) if found.run_id else {}
-    return ModelVersion(model, str(found.version), found.run_id or "", metrics, dict(found.tags))
-
-
-def version_by_alias(cfg: TrackingConfig, model: str, alias: str) -> ModelVersion | None:
-    version = aliases(cfg, model).get(alias)
-    return model_version(cfg, model, version) if version else None
-
-
-def latest_version(cfg: TrackingConfig, model: str) -> ModelVersion | None:
-    """The newest version of `model`: the candidate a retraining run has just registered."""
-    newest = client(cfg).search_model_versions(f"name = '{model}'", order_by=["version_number DESC"], max_results=1)
-    return model_version(cfg, model, str(newest[0].version)) if newest else None
-
-
-def promote(cfg: TrackingConfig, model: str, version: str) -> str | None:
-    """Make `version` the champion; the champion it replaces becomes PREVIOUS (returned), so rollback can restore it."""
-    registry, current = client(cfg), aliases(cfg, model)
-    demoted = current.get(CHAMPION)
-    if demoted == version:
-        return None
-    registry.set_registered_model_alias(model, CHAMPION, version)
-    if demoted:
-        registry.set_registered_model_alias(model, PREVIOUS, demoted)
-    return demoted
-
-
-def rollback(cfg: TrackingConfig, model: str) -> tuple[str, str]:
-    """Swap CHAMPION and PREVIOUS: the previous champion is restored, the demoted one stays addressable. (restored, demoted)"""
-    current = aliases(cfg, model)
-    if CHAMPION not in current or PREVIOUS not in current:
-        raise LookupError(f"{model}: no {PREVIOUS!r} version to roll back to (aliases: {current or 'none'})")
-    registry = client(cfg)
-    registry.set_registered_model_alias(model, CHAMPION, current[PREVIOUS])
-    registry.set_registered_model_alias(model, PREVIOUS, current[CHAMPION])
-    return current[PREVIOUS], current[CHAMPION]
-
-
-def tag_version(cfg: TrackingConfig, model: str, version: str, tags: Mapping[str, str]) -> None:
-    registry = client(cfg)
-    for key, value in tags.items():
-        registry.set_model_version_tag(model, version, key, value)
-

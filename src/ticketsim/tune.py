@@ -5,11 +5,11 @@ epoch, so the pruner stops bad trials early. `rescore` trains one model with the
 every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
 evaluation of those weights on that h, an approximation of what retraining with them would give.
 A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
-kill, and several workers can run its trials at once.
+kill, and several workers can run its trials at once (ticketsim.study); the tuned variant's file and the study's plots
+are ticketsim.tuned's.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import multiprocessing
@@ -17,7 +17,6 @@ import os
 import random
 import socket
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -25,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import optuna
 import polars as pl
-import sqlalchemy.exc
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
@@ -54,21 +52,13 @@ from ticketsim.experiment import (
 from ticketsim.mining import Mined, mine
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
+from ticketsim.tuned import write_plots, write_tuned
 
 SEARCH_SPLITS = ("train", "dev")
-DIRECTION = {"map": "maximize", "mse": "minimize"}
-FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-CLAIMED = (*FINISHED, optuna.trial.TrialState.RUNNING)   # trials that count towards n_trials, done or under way
-# A worker's running trial writes a heartbeat to the storage every HEARTBEAT seconds; one silent for GRACE_BEATS beats
-# (its worker was killed, or its machine lost) is failed and queued again with the same params, and a live worker runs it.
-HEARTBEAT_VARIABLE, HEARTBEAT, GRACE_BEATS, MAX_RETRIES = "TICKETSIM_TUNE_HEARTBEAT", 10, 6, 3
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
-
-
-class Surplus(Exception):
-    """The trial would go past n_trials: earlier trials (of this or other workers) already take every place."""
 
 
 def search_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -109,12 +99,26 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
     sentence = next((v for v in channels if v.channel == "S"), None)
     variants = [params.siamese.variant(params.siamese.final), *variants]
     start = branch_start(variants, params.siamese, params.sentence, sentence, train)
-    channels = tuple(scaled(v, channel_scale(v, train)) for v in channels)
+    # In channel order, however the caches were listed: the study's name hashes them, and the stage and the CLI share it.
+    channels = tuple(scaled(v, channel_scale(v, train)) for v in sorted(channels, key=lambda v: v.channel))
     mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, next((v for v in channels if v.channel == "S"), None),
                   params.seed) if corpus is not None and any(v.selfsup for v in variants) else None)
     words = list(tokens.vocabulary()["token"])
     return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
                    variants[0], params.evaluation, params.seed, params.bm25, corpus=corpus, start=start, mined=mined)
+
+
+def problem_from_files(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: list[str],
+                       variants: Sequence[VariantConfig] = ()) -> Problem:
+    """A Problem from the pipeline's files: the prepared corpus, tokens, channel E's word models, cached channels."""
+    from ticketsim.channels.char_blstm import load_checkpoint
+    from ticketsim.channels.sumemb import word_vectors
+    from ticketsim.channels.word2vec import load_vectors
+
+    chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
+    prepared = Corpus.read(corpus)
+    return build_problem(params, search_pairs(prepared.pairs), Tokens.read(tokens), [ChannelVectors.load(p) for p in channels],
+                         lambda words: word_vectors(words, vectors, chars), chars.dim, prepared, variants)
 
 
 def dev_measures(problem: Problem, scores: np.ndarray) -> dict[str, float]:
@@ -258,54 +262,6 @@ def objective(problem: Problem, cfg: TuneConfig, tracking, parent_run_id: str | 
     return run_trial
 
 
-def surplus(trial: optuna.Trial, n_trials: int) -> bool:
-    """Whether n_trials trials numbered before this one are finished, running or queued: then it is one too many.
-
-    Optuna numbers a new trial under a lock on the study, so numbers follow creation order: when workers start trials
-    at once for the last places, the lower numbers take them, and the study never finishes more than n_trials.
-    """
-    ahead = trial.study.get_trials(deepcopy=False, states=(*CLAIMED, optuna.trial.TrialState.WAITING))
-    return sum(t.number < trial.number for t in ahead) >= n_trials
-
-
-def heartbeat() -> int:
-    """Seconds between a running trial's heartbeats (TICKETSIM_TUNE_HEARTBEAT, default 10; a trial is stale after
-    GRACE_BEATS of them). Longer when workers are busy enough to miss beats: a live trial failed as stale is run twice."""
-    seconds = int(os.environ.get(HEARTBEAT_VARIABLE) or HEARTBEAT)
-    if seconds < 1:
-        raise ValueError(f"{HEARTBEAT_VARIABLE}={seconds}: the heartbeat interval is a whole number of seconds >= 1")
-    return seconds
-
-
-def storage(url: str) -> optuna.storages.BaseStorage:
-    """An RDB storage; SQLite waits up to 30 s for a lock, so a few local workers can share one file.
-
-    Running trials send heartbeats: a trial whose worker died is failed after the grace period and queued again
-    (up to MAX_RETRIES times), so a killed worker loses its trial's work, not the trial.
-    """
-    kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
-    beat, attempts = heartbeat(), 5
-    for attempt in range(1, attempts + 1):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(
-                    url, engine_kwargs=kwargs, heartbeat_interval=beat, grace_period=GRACE_BEATS * beat,
-                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES))
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            # Workers started at once on an empty PostgreSQL database race to create Optuna's tables; the losers'
-            # CREATE fails on the winner's, and a moment later they find the tables there.
-            if attempt == attempts:
-                raise
-            time.sleep(attempt * random.random())
-
-
-def fail_stale_trials(study: optuna.Study) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)
-
-
 def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str | Path | None = None) -> str:
     """Same search, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
     searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
@@ -319,24 +275,6 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str 
     if cfg.mode == "rescore" and base_model is not None:
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
-
-
-def open_study(cfg: TuneConfig, name: str, seed: int) -> optuna.Study:
-    return create_or_load(cfg, name, seed)[0]
-
-
-def create_or_load(cfg: TuneConfig, name: str, seed: int) -> tuple[optuna.Study, bool]:
-    """The study, and whether this call created it: of workers started at once on many machines, exactly one does."""
-    found = {"study_name": name, "storage": storage(cfg.storage), "sampler": optuna.samplers.TPESampler(seed=seed),
-             "pruner": optuna.pruners.MedianPruner(n_startup_trials=cfg.pruner.n_startup_trials, n_warmup_steps=cfg.pruner.n_warmup_steps)}
-    try:
-        return optuna.create_study(**found, direction=DIRECTION[cfg.objective]), True
-    except optuna.exceptions.DuplicatedStudyError:
-        return optuna.load_study(**found), False
-
-
-def finished(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=FINISHED))
 
 
 def run_worker(problem: Problem, cfg: TuneConfig, name: str, worker: int, tracking=None, parent_run_id: str | None = None) -> None:
@@ -414,41 +352,6 @@ def default_measures(study: optuna.Study, problem: Problem, cfg: TuneConfig, bas
     return evaluate_trial(problem, cfg, problem.final, problem.siamese.hidden)
 
 
-def write_tuned(tuned: VariantConfig, path: str | Path, note: str) -> None:
-    """The params file the final training reads: the variant, its weights rounded, and its LSTM size."""
-    rounded = lambda weights: {k: round(float(v), 4) for k, v in weights.items()}  # noqa: E731
-    body = {**asdict(tuned), "channels": rounded(tuned.channels), "levels": rounded(tuned.levels)}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {note}\n" + "".join(f"{key}: {json.dumps(value)}\n" for key, value in body.items()))
-
-
-def write_plots(study: optuna.Study, folder: str | Path) -> list[str]:
-    """Optimization history, parameter importances, parallel coordinates as PNGs (matplotlib: no CDN). Skips what cannot be drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from optuna.visualization import matplotlib as plots
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    skipped = []
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    for name, draw in (("optimization_history", plots.plot_optimization_history),
-                       ("param_importances", plots.plot_param_importances),
-                       ("parallel_coordinate", plots.plot_parallel_coordinate)):
-        try:
-            draw(study)
-            plt.gcf().set_size_inches(10, 6)
-            plt.tight_layout()
-            plt.savefig(folder / f"{name}.png", dpi=100)
-        except (ValueError, RuntimeError) as error:   # e.g. importances need two complete trials with varying params
-            skipped.append(f"{name}: {error}")
-        plt.close("all")
-    return skipped
-
-
 def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
     """The tune stage: search (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
@@ -480,33 +383,3 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
         log_metrics({k: result[k] for k in ("best", "default", "trials", "pruning", "seconds") if k in result})
         log_artifacts(out, metrics)
     return result
-
-
-# ---------------------------------------------------------------- the command line: ticketsim tune DATASET --workers N
-
-def stage_problem(params: Params, dataset: str, corpus: str, tokens: str, word2vec: str, char_blstm: str,
-                  channels: list[str], variants: Sequence[VariantConfig] = ()) -> Problem:
-    """A Problem from the stage files (the paths of dvc.yaml's tune stage)."""
-    from ticketsim.channels.char_blstm import load_checkpoint
-    from ticketsim.channels.sumemb import word_vectors
-    from ticketsim.channels.word2vec import load_vectors
-    chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
-    prepared = Corpus.read(corpus)
-    return build_problem(params, search_pairs(prepared.pairs), Tokens.read(tokens), [ChannelVectors.load(p) for p in channels],
-                         lambda words: word_vectors(words, vectors, chars), chars.dim, prepared, variants)
-
-
-def tune_command(args: argparse.Namespace) -> int:
-    from ticketsim.config import load_params
-
-    params, data = load_params(args.params), f"data/{args.dataset}"
-    params.dataset(args.dataset)
-    base = Path(f"models/{args.dataset}/{params.siamese.final}")   # the siamese stage's model, when it has run
-    channels = [str(path) for c in ("E", "T", "S") if (path := Path(f"{data}/channels/{c}.npz")).is_file()]
-    result = run(params, args.dataset,
-                 lambda: stage_problem(params, args.dataset, f"{data}/prepared", f"{data}/tokens", f"{data}/channels/word2vec.kv",
-                                       f"{data}/channels/char_blstm.pt", channels),
-                 args.out or f"tuned/{args.dataset}.yaml", args.metrics or f"metrics/{args.dataset}/tune.json",
-                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / WEIGHTS).is_file() else None)
-    print(json.dumps(result, indent=2))
-    return 0
