@@ -11,8 +11,8 @@ from retrain_workspace import fake_version
 from ticketsim import cli
 from ticketsim.config import GateRule, TrackingConfig, load_params
 from ticketsim.gate import compare, dvc_baseline
-from ticketsim.retrain import gate_rules, registered_name, run_gate
 from ticketsim.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
+from ticketsim.retrain import gate_rules, registered_name, run_gate
 from ticketsim.tracking import URI_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]

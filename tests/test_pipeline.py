@@ -29,8 +29,9 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     assert {"prepare", "tokenize", "baselines", "siamese", "tune", "final", "table5", "index", "register"} <= stages
     # one key per figure in every run of a stage: the variant or method is a tag, so the compare view has one column
     siamese = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'siamese' and tags.dataset = 'default'")
-    assert sorted((r.info.run_name, r.data.tags["variant"], r.data.params["variant"]) for r in siamese) == [
-        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22"), ("siamese#best@default", "best", "best")]
+    final = yaml.safe_load((repro_workspace / "params.yaml").read_text())["siamese"]["final"]
+    assert sorted((r.info.run_name, r.data.tags["variant"], r.data.params["variant"]) for r in siamese) == sorted([
+        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22"), (f"siamese#{final}@default", final, final)])
     assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 and "train_loss" in r.data.metrics for r in siamese)
     models = yaml.safe_load((repro_workspace / "params.yaml").read_text())["comparators"]["models"]
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
@@ -44,8 +45,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
     methods = {r.data.tags["method"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == table5_run.info.run_id}
-    assert {"#15", "#22", "#best", "#best-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
-    assert methods["#best"].data.params["block"] == "beyond the paper" and methods["#22"].data.params["block"] == "the paper"
+    assert {"#15", "#22", f"#{final}", f"#{final}-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
+    assert methods[f"#{final}"].data.params["block"] == "beyond the paper" and methods["#22"].data.params["block"] == "the paper"
     assert all("dev.rerank.map" in r.data.metrics for r in methods.values()) and "dev.retrieve.mrr_at_10" in methods["bm25"].data.metrics
     # every run names its dataset (the Dataset column): the prepared corpus, one digest for the whole pipeline
     datasets = {(d.dataset.name, d.dataset.digest) for r in runs for d in r.inputs.dataset_inputs}
@@ -53,7 +54,7 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     table = json.loads((repro_workspace / "metrics/default/table5.json").read_text())
     assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table) and "S#14 sub+desc-sub+desc+sol l1" in table
     dev_table = (repro_workspace / "reports/default/table5/dev.md").read_text()
-    order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", "| #best |")]
+    order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", f"| #{final} |")]
     assert order == sorted(order)
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
     assert [str(v.version) for v in versions] == ["1"]

@@ -38,9 +38,9 @@ from ticketsim.channels.word2vec import corpus_sentences, save_vectors, train_wo
 from ticketsim.cli import main
 from ticketsim.config import CharBLSTMConfig, SyntheticConfig, TextConfig, TuneConfig, Word2VecConfig
 from ticketsim.data.synthetic import generate
+from ticketsim.study import HEARTBEAT_VARIABLE, open_study, surplus
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.tracking import URI_VARIABLE
-from ticketsim.study import HEARTBEAT_VARIABLE, open_study, surplus
 
 pytestmark = pytest.mark.slow   # a PostgreSQL server, MLflow over it, tune workers
 

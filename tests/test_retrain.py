@@ -18,8 +18,8 @@ from ticketsim.config import DatasetConfig, GateRule, Params, SiameseParams, Syn
 from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.gate import compare
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.registry import CHAMPION, PREVIOUS
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.tracking import URI_VARIABLE
 from ticketsim.tune import build_problem, train_variant
 

@@ -26,8 +26,8 @@ from ticketsim.config import (
 )
 from ticketsim.data.synthetic import generate
 from ticketsim.experiment import save_model
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.study import open_study
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.threads import torch_threads
 from ticketsim.tune import (
     build_problem,

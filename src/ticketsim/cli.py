@@ -171,8 +171,8 @@ def gate_command(args: argparse.Namespace) -> int:
 
 def rollback_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
-    from ticketsim.retrain import registered_name
     from ticketsim.registry import rollback
+    from ticketsim.retrain import registered_name
     from ticketsim.tracking import check_reachable
 
     params = load_params(args.params)

@@ -264,7 +264,7 @@ class SiameseParams:
     finetuned: dict[str, VariantConfig] = field(default_factory=dict)   # channel F's rows: stage finetune, off by default
     encoder: EncoderConfig = EncoderConfig()
     selfsup: MiningConfig = MiningConfig()
-    final: str = "best"          # the variant logged and registered as the MLflow model
+    final: str = "A+L"           # the variant logged and registered as the MLflow model
     registered_model: str = "ticketsim-siamese"
     threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
 
@@ -356,7 +356,7 @@ class SearchSpace:
 class TuneConfig:
     """The Optuna search of the final variant's W, V and hidden size (ticketsim.tune), on the train and dev pairs only."""
 
-    enabled: bool = True            # false: no search, the tuned file gets the final variant's own weights
+    enabled: bool = False           # false: no search, the tuned file gets the final variant's own (learned) weights
     storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study
     study: str = "ticketsim-tune"   # study name prefix: <study>-<dataset>-<hash of the search config and data>
     n_trials: int = 20              # finished (complete or pruned) trials of the study, over every worker and resume
@@ -365,8 +365,8 @@ class TuneConfig:
     sampler: Literal["tpe", "grid"] = "tpe"     # tpe: continuous ranges; grid: TPE over the paper's grid values only
     mode: Literal["rescore", "retrain"] = "rescore"   # rescore: one trained model, new W and V on its cached h
     objective: Literal["map", "mse"] = "map"    # dev rerank MAP (maximised) or dev MSE of calibrated scores (minimised)
-    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`best`) weights, which must lie inside
-        channels={"S": (0.5, 3.0), "L": (0.0, 2.0)},
+    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`A+L`) weights, which must lie inside
+        channels={"A": (0.5, 3.0), "L": (0.0, 2.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)})
     grid: SearchSpace = SearchSpace(

@@ -2,6 +2,7 @@
 aliases CHAMPION and PREVIOUS, and a version's metrics are those of the run that produced it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import mlflow

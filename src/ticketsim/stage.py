@@ -94,7 +94,7 @@ class StageRun:
             artifacts: tuple[str | Path, ...] | None = None, **options: Any) -> Iterator[Any]:
         """The MLflow run (tracking.stage_run: `logged` as params; name, tags, context, corpus as there) of this stage
         or of `stage`; on success it logs `artifacts`, by default the declared metrics, reports and plots."""
-        from ticketsim.tracking import log_artifacts, stage_run   # MLflow: only in the stages that log a run
+        from ticketsim.tracking import log_artifacts, stage_run  # MLflow: only in the stages that log a run
 
         corpus = options.pop("corpus", getattr(self.args, "corpus", None))
         with stage_run(self.params.tracking, stage or self.stage.name, self.dataset, logged, corpus=corpus,
