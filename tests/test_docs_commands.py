@@ -86,6 +86,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a benchmark of many minutes (cross-validated training), not a test",
     "python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
         "a benchmark of many minutes on a SemEval workspace, not a test",
+    "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
+    "dvc exp run -S 'finetune.datasets=[default]'":
+        "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
+    "python benchmarks/pipeline_time.py --baseline main": "a benchmark of two whole pipelines (about an hour), not a test",
+    "python benchmarks/encoding_speed.py": "a benchmark (minutes of encoding), not a test",
 }
 
 
