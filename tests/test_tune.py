@@ -76,8 +76,8 @@ def make_params(tmp_path, **tune) -> Params:
                                           artifact_location=str(tmp_path / "art")),
                   siamese=SiameseParams(hidden=8, max_tokens=20, variants={"22": FINAL}, final="22",
                                         train=TrainConfig(epochs=3, batch_size=16, patience=3)),
-                  tune=TuneConfig(**{"storage": f"sqlite:///{tmp_path / 'optuna.db'}", "epochs": 3, "n_trials": 6,
-                                     "timeout": None, "ranges": RANGES, **tune}))
+                  tune=TuneConfig(**{"enabled": True, "storage": f"sqlite:///{tmp_path / 'optuna.db'}", "epochs": 3,
+                                     "n_trials": 6, "timeout": None, "ranges": RANGES, **tune}))
 
 
 def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = None):
