@@ -86,6 +86,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a benchmark of many minutes (cross-validated training), not a test",
     "python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
         "a benchmark of many minutes on a SemEval workspace, not a test",
+    'ticketsim search --index servicenow-index --subject "vpn keeps disconnecting"':
+        "needs a trained bundle: tests/test_exports.py searches an index built from this export with a small one",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
