@@ -225,6 +225,11 @@ class VariantConfig:
     train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)
     hidden: int | None = None       # the LSTM's size (channel h); None: siamese.hidden (the tune stage writes its choice)
 
+    @property
+    def weighed(self) -> set[str]:
+        """The channels with a weight."""
+        return {c for c, w in self.channels.items() if w}
+
 
 @dataclass(frozen=True)
 class EncoderConfig:

@@ -135,7 +135,7 @@ class BranchStart:
 def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sentence: SentenceConfig,
                  s_vectors: ChannelVectors | None, train_pairs: pl.DataFrame) -> BranchStart | None:
     """What the variants' F and A branches start from (None when none weighs them); F's encoder loaded once here."""
-    weighed = {c for v in variants for c, w in v.channels.items() if w}
+    weighed = set().union(*(v.weighed for v in variants))
     if not weighed & {"F", "A"}:
         return None
     if s_vectors is None:
@@ -148,17 +148,19 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
     return BranchStart(encoder, siamese.encoder, channel_scale(s_vectors, train_pairs), s_vectors.dim)
 
 
-def build_branches(variant: VariantConfig, start: BranchStart | None) -> dict[str, torch.nn.Module]:
-    """The variant's trained branches other than h (model/branches.py)."""
-    weighed = {c for c, w in variant.channels.items() if w}
+def build_branches(variant: VariantConfig, start: BranchStart | None, own: bool = False) -> dict[str, torch.nn.Module]:
+    """The variant's trained branches other than h (model/branches.py). F trains its own copy of start's encoder, which
+    several models start from, unless the encoder is its `own` already (a saved model's, loaded for it alone)."""
+    weighed = variant.weighed
     if weighed & {"F", "A"} and start is None:
         raise ValueError(f"channels {sorted(weighed & {'F', 'A'})} start from channel S: build_model needs a BranchStart")
     branches: dict[str, torch.nn.Module] = {}
     if "F" in weighed:
         if start.encoder is None:
             raise ValueError("channel F needs the pretrained encoder in its BranchStart")
-        branches["F"] = TransformerBranch(copy.deepcopy(start.encoder), start.cfg.max_tokens, start.cfg.frozen_layers,
-                                          start.scale, start.cfg.device, start.cfg.batch_size)
+        encoder = start.encoder if own else copy.deepcopy(start.encoder)
+        branches["F"] = TransformerBranch(encoder, start.cfg.max_tokens, start.cfg.frozen_layers, start.scale, start.cfg.device,
+                                          start.cfg.batch_size)
     if "A" in weighed:
         branches["A"] = Adapter(start.dim)
     return branches
@@ -237,17 +239,15 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
     saved = torch.load(folder / WEIGHTS, weights_only=True)
     if saved["variant"] != asdict(variant):
         raise ValueError(f"{folder / WEIGHTS}: trained as {saved['variant']}, not as {asdict(variant)}")
-    weighed = {c for c, w in variant.channels.items() if w}
-    branches: dict[str, torch.nn.Module] = {}
-    if "F" in weighed:
+    start = None
+    if variant.weighed & {"F", "A"}:
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
-        branches["F"] = TransformerBranch(load_encoder(str(folder / ENCODER)).model, encoder.max_tokens, encoder.frozen_layers,
-                                          scales["S"], encoder.device, encoder.batch_size)
-    if "A" in weighed:
-        branches["A"] = Adapter(saved["state_dict"]["branches.A.map"].shape[0])
+        fine_tuned = load_encoder(str(folder / ENCODER)).model if "F" in variant.weighed else None
+        adapter = saved["state_dict"].get("branches.A.map")
+        start = BranchStart(fine_tuned, encoder, scales["S"], 0 if adapter is None else adapter.shape[0])
     model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None,
-                        branches=branches)
+                        branches=build_branches(variant, start, own=True))
     missing, unexpected = model.load_state_dict(saved["state_dict"], strict=False)
     if unexpected or any(not key.startswith("branches.F.") for key in missing):
         raise ValueError(f"{folder / WEIGHTS}: its state does not fit the variant (missing {missing[:3]}, unexpected {unexpected[:3]})")

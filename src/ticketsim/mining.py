@@ -88,11 +88,11 @@ def mine(corpus: Corpus, tokens: Tokens, cfg: MiningConfig, bm25: BM25Config = B
 
 def mined_vectors(sentence: ChannelVectors, ids: list[str], query: str, view_source: dict[str, str]) -> ChannelVectors:
     """Channel S of the mined texts, taken from the cache where it holds the very same text: a mined query's
-    components are its ticket's subject (and description); a view's are what it keeps of one field."""
+    components are its ticket's subject (and description): the ticket's component named by `query`; a view's are what
+    it keeps of one field."""
     row = {x: i for i, x in enumerate(sentence.ticket_ids)}
     mine_rows = [row[t] for t in ids]
-    text = "sub" if query == "sub" else "sub+desc"
-    queries = {"sub": sentence.tickets["sub"][mine_rows], "sub+desc": sentence.tickets[text][mine_rows],
+    queries = {"sub": sentence.tickets["sub"][mine_rows], "sub+desc": sentence.tickets[query][mine_rows],
                "desc": (sentence.tickets["desc"][mine_rows] if query == "sub+desc"
                         else np.zeros_like(sentence.tickets["desc"][mine_rows]))}
     return ChannelVectors("S", tuple(PREFIX + t for t in ids), sentence.ticket_ids, queries,
@@ -114,8 +114,7 @@ def hard_negatives(ids: list[str], views: pl.DataFrame, view_tokens: pl.DataFram
     if cfg.dense_negatives and sentence is not None:
         cached = {x: i for i, x in enumerate(sentence.ticket_ids)}
         rows = np.array([cached[x] for x in pool_ids])
-        query_level = "sub" if cfg.query == "sub" else "sub+desc"
-        q = unit(sentence.tickets[query_level][[cached[t] for t in ids]])
+        q = unit(sentence.tickets[cfg.query][[cached[t] for t in ids]])   # the ticket's component the query is
         rankings.append((q @ unit(sentence.tickets["sub+desc+sol"][rows]).T, cfg.dense_negatives))
     out = {}
     for row, ticket in enumerate(ids):
