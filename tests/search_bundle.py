@@ -28,7 +28,8 @@ from ticketsim.config import (
 )
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.experiment import ENCODER, WEIGHTS, BranchStart, build_model, save_model
+from ticketsim.experiment import ENCODER, WEIGHTS, build_model, save_model
+from ticketsim.model.branches import BranchStart
 from ticketsim.scorer import write_bundle
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 

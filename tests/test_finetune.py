@@ -15,7 +15,6 @@ from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.experiment import (
-    BranchStart,
     build_inputs,
     build_model,
     fit_variant,
@@ -27,6 +26,7 @@ from ticketsim.experiment import (
     side_channels,
 )
 from ticketsim.mining import PREFIX, mine
+from ticketsim.model.branches import BranchStart
 from ticketsim.selection import per_query
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 

@@ -1,7 +1,6 @@
 """One Siamese variant on one dataset: inputs from the caches, training with the one trainer, pool and pair scores."""
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from ticketsim.config import (
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.mining import Mined
-from ticketsim.model.branches import STARTS_FROM, Adapter, TransformerBranch
+from ticketsim.model.branches import BRANCHES, STARTED, BranchStart
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
 from ticketsim.model.metric import MetricConfig, PairDistances, similarity
@@ -109,11 +108,17 @@ def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: Met
     lexical = lexical_distances(tokens, bm25) if metric.channels.get("L") else None
     raw = (None, None) if corpus is None else (aligned(corpus.queries, tokens.queries, "query_id"),
                                                aligned(corpus.tickets, tokens.tickets, "ticket_id"))
-    return Inputs(encode_side(tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, max_tokens, channels, "queries",
-                              raw[0], needs_q.get("F", ())),
-                  encode_side(tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, max_tokens, channels, "tickets",
-                              raw[1], needs_t.get("F", ())),
+    return Inputs(encode_side(tokens.queries, "query_id", read_as(needs_q, "words"), index, max_tokens, channels, "queries",
+                              raw[0], read_as(needs_q, "strings")),
+                  encode_side(tokens.tickets, "ticket_id", read_as(needs_t, "words"), index, max_tokens, channels, "tickets",
+                              raw[1], read_as(needs_t, "strings")),
                   words, lexical)
+
+
+def read_as(needs: dict[str, tuple[str, ...]], kind: str) -> list[str]:
+    """The components that the needed trained branches read as `kind` ("words" or "strings", model/branches.py)."""
+    return sorted({c for channel, components in needs.items() if channel in BRANCHES and BRANCHES[channel].reads == kind
+                   for c in components})
 
 
 def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataFrame:
@@ -121,27 +126,16 @@ def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataF
     return tokens.select(id_column).join(raw, on=id_column, how="left", maintain_order="left")
 
 
-@dataclass(frozen=True, eq=False)
-class BranchStart:
-    """Where the trained branches F and A start: the pretrained encoder (copied into each model, which then trains its
-    own copy), its settings, and channel S's scale and width (F and A start as S: the same scale keeps W comparable)."""
-
-    encoder: object | None          # a SentenceTransformer, or None when no variant weighs F
-    cfg: EncoderConfig
-    scale: float
-    dim: int
-
-
 def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sentence: SentenceConfig,
                  s_vectors: ChannelVectors | None, train_pairs: pl.DataFrame) -> BranchStart | None:
-    """What the variants' F and A branches start from (None when none weighs them); F's encoder loaded once here."""
-    weighed = set().union(*(v.weighed for v in variants))
-    if not weighed & {"F", "A"}:
+    """What the variants' started branches (F, A) begin from, None when none weighs them; the encoder loaded once here."""
+    started = set().union(*(v.weighed for v in variants)) & STARTED
+    if not started:
         return None
     if s_vectors is None:
-        raise ValueError(f"channels {sorted(weighed & {'F', 'A'})} start from channel S: its cache (S.npz) is needed")
+        raise ValueError(f"channels {sorted(started)} start from channel S: its cache (S.npz) is needed")
     encoder = None
-    if "F" in weighed:
+    if any(BRANCHES[c].pretrained for c in started):
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
         encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache).model
@@ -149,21 +143,12 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
 
 
 def build_branches(variant: VariantConfig, start: BranchStart | None, own: bool = False) -> dict[str, torch.nn.Module]:
-    """The variant's trained branches other than h (model/branches.py). F trains its own copy of start's encoder, which
-    several models start from, unless the encoder is its `own` already (a saved model's, loaded for it alone)."""
-    weighed = variant.weighed
-    if weighed & {"F", "A"} and start is None:
-        raise ValueError(f"channels {sorted(weighed & {'F', 'A'})} start from channel S: build_model needs a BranchStart")
-    branches: dict[str, torch.nn.Module] = {}
-    if "F" in weighed:
-        if start.encoder is None:
-            raise ValueError("channel F needs the pretrained encoder in its BranchStart")
-        encoder = start.encoder if own else copy.deepcopy(start.encoder)
-        branches["F"] = TransformerBranch(encoder, start.cfg.max_tokens, start.cfg.frozen_layers, start.scale, start.cfg.device,
-                                          start.cfg.batch_size)
-    if "A" in weighed:
-        branches["A"] = Adapter(start.dim)
-    return branches
+    """The variant's started branches (model/branches.py), built from `start`. A pretrained branch trains its own copy
+    of start's encoder, which several models start from, unless the encoder is its `own` already (a saved model's)."""
+    started = sorted(variant.weighed & STARTED)
+    if started and start is None:
+        raise ValueError(f"channels {started} start from channel S: build_model needs a BranchStart")
+    return {c: BRANCHES[c].build(start, own) for c in started}
 
 
 def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, variant: VariantConfig | None = None,
@@ -196,7 +181,7 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
 def reads(metric: MetricConfig) -> set[str]:
     """The cached channels a metric needs: those it weighs and those its trained branches start from (S for F and A)."""
     weighed = {c for c, w in metric.channels.items() if w}
-    return weighed | {STARTS_FROM[c] for c in weighed if c in STARTS_FROM}
+    return weighed | {BRANCHES[c].starts_from for c in weighed & STARTED}
 
 
 def selfsup_variant(cfg: MiningConfig, level: str, channels: Iterable[str]) -> VariantConfig:
@@ -209,13 +194,14 @@ def pretrain(model: SiameseLSTM, mined: Mined, cfg: MiningConfig, train: TrainCo
     """Phase 1: the model's branches F and A trained on mined pairs (ticketsim.mining), through the one metric and
     trainer. They are shared with a model of fixed weights, so the variant's own learned W and V wait for the labels.
     `mined.sentence` (channel S of the mined texts, which A reads) must be divided by the scale S has in `model`."""
-    branches = {c: b for c, b in model.branches.items() if c in ("F", "A")}
+    branches = {c: b for c, b in model.branches.items() if c in STARTED}
     if not branches:
-        raise ValueError("selfsup: true trains the branches F and A: the variant weighs neither")
+        raise ValueError(f"selfsup: true trains the branches {sorted(STARTED)}: the variant weighs none")
     variant = selfsup_variant(cfg, mined.level, branches)
-    if "A" in branches and mined.sentence is None:
-        raise ValueError("channel A learns from mined pairs through channel S: mine them with S's cache")
-    inputs = build_inputs(mined.tokens, [mined.sentence] if "A" in branches else [], metric_of(variant), 1, corpus=mined.corpus)
+    reads_s = any(BRANCHES[c].reads == "S" for c in branches)
+    if reads_s and mined.sentence is None:
+        raise ValueError(f"channels {sorted(branches)} learn from mined pairs through channel S: mine them with S's cache")
+    inputs = build_inputs(mined.tokens, [mined.sentence] if reads_s else [], metric_of(variant), 1, corpus=mined.corpus)
     branches_only = SiameseLSTM(SiameseConfig(vocab_size=1), branches=branches)
     return train_model(branches_only, inputs, mined.corpus.pairs, variant, train, seed, **fit_options)
 
@@ -228,10 +214,11 @@ WEIGHTS, ENCODER = "weights.pt", "encoder"      # a trained model: weights (F's 
 def save_model(model: SiameseLSTM, variant: VariantConfig, folder: Path) -> None:
     """The trained model of `variant` in `folder`: WEIGHTS (its config, variant and state, F's transformer apart) and,
     when it has channel F, the fine-tuned encoder as an ordinary sentence-transformers folder (ENCODER)."""
-    state = {k: v for k, v in model.state_dict().items() if not k.startswith("branches.F.")}
+    pretrained = [c for c in model.branches if BRANCHES[c].pretrained]
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith(tuple(f"branches.{c}." for c in pretrained))}
     torch.save({"model_config": asdict(model.cfg), "variant": asdict(variant), "state_dict": state}, folder / WEIGHTS)
-    if "F" in model.branches:
-        model.branches["F"].save(folder / ENCODER)
+    for c in pretrained:
+        model.branches[c].save(folder / ENCODER)
 
 
 def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, scales: dict[str, float]) -> SiameseLSTM:
@@ -239,17 +226,22 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
     saved = torch.load(folder / WEIGHTS, weights_only=True)
     if saved["variant"] != asdict(variant):
         raise ValueError(f"{folder / WEIGHTS}: trained as {saved['variant']}, not as {asdict(variant)}")
+    started = variant.weighed & STARTED
+    pretrained = tuple(f"branches.{c}." for c in started if BRANCHES[c].pretrained)
     start = None
-    if variant.weighed & {"F", "A"}:
-        from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
+    if started:
+        fine_tuned = None
+        if pretrained:
+            from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
-        fine_tuned = load_encoder(str(folder / ENCODER)).model if "F" in variant.weighed else None
-        adapter = saved["state_dict"].get("branches.A.map")
-        start = BranchStart(fine_tuned, encoder, scales["S"], 0 if adapter is None else adapter.shape[0])
+            fine_tuned = load_encoder(str(folder / ENCODER)).model
+        # S's width, as the saved started branches have it (A's map is dim x dim)
+        dim = next((v.shape[-1] for k, v in saved["state_dict"].items() if k.startswith("branches.")), 0)
+        start = BranchStart(fine_tuned, encoder, scales["S"], dim)
     model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None,
                         branches=build_branches(variant, start, own=True))
     missing, unexpected = model.load_state_dict(saved["state_dict"], strict=False)
-    if unexpected or any(not key.startswith("branches.F.") for key in missing):
+    if unexpected or any(not key.startswith(pretrained) for key in missing):
         raise ValueError(f"{folder / WEIGHTS}: its state does not fit the variant (missing {missing[:3]}, unexpected {unexpected[:3]})")
     return model.eval()
 

@@ -32,7 +32,6 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
     WEIGHTS,
-    BranchStart,
     Inputs,
     branch_start,
     build_inputs,
@@ -50,6 +49,7 @@ from ticketsim.experiment import (
     side_channels,
 )
 from ticketsim.mining import Mined, mine
+from ticketsim.model.branches import BranchStart
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
 from ticketsim.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus

@@ -1,25 +1,64 @@
 """The trained channels beside the LSTM's h: each is one module shared by every component on both sides (the replicated
-Siamese branch), registered here with the input it reads.
+Siamese branch), registered in BRANCHES with what it reads, what it starts from and how it is built.
 
 - F, the fine-tuned encoder: a pretrained sentence-transformers model trained end to end through the metric. It reads
   a component's raw text (the words the encoder was pretrained on, not our tokens), cut at `max_tokens` word pieces.
 - A, the adapter: a trained linear map over the cached channel S (x -> x + xM, M starting at 0, so A starts as S). It
   needs no re-encoding after a retrain: seconds on a CPU.
+
+A new trained channel is a module here and one line in BRANCHES.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-# Trained channel -> what Encoded.take hands its branch: "words" (our token ids, channel h), "strings" (raw component
-# text, F) or a cached channel's name (its vectors, A).
-INPUT_OF = {"h": "words", "F": "strings", "A": "S"}
-# Trained channel -> the cached channel it starts from: A maps S's vectors; F is S's encoder and takes S's scale.
-STARTS_FROM = {"F": "S", "A": "S"}
+from ticketsim.config import EncoderConfig
+
+
+@dataclass(frozen=True, eq=False)
+class BranchStart:
+    """Where the started branches (F, A) begin: the pretrained encoder (copied into each model, which then trains its
+    own copy), its settings, and channel S's scale and width (F and A start as S: the same scale keeps W comparable)."""
+
+    encoder: Any | None             # a SentenceTransformer, or None when no variant weighs a pretrained branch
+    cfg: EncoderConfig
+    scale: float
+    dim: int
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A trained channel: what Encoded.take hands its branch ("words": our token ids; "strings": raw component text;
+    a cached channel's name: its vectors), the cached channel it starts from, and how a BranchStart builds it (`own`:
+    the start's encoder is this model's alone, no copy). No `build`: h, the LSTM that SiameseLSTM makes itself."""
+
+    reads: str
+    starts_from: str | None = None
+    build: Callable[[BranchStart, bool], nn.Module] | None = None
+    pretrained: bool = False        # holds the start's encoder: needs it to build, saves it as a folder of its own
+
+
+def transformer_branch(start: BranchStart, own: bool) -> TransformerBranch:
+    if start.encoder is None:
+        raise ValueError("channel F needs the pretrained encoder in its BranchStart")
+    encoder = start.encoder if own else copy.deepcopy(start.encoder)    # several models start from one loaded encoder
+    return TransformerBranch(encoder, start.cfg.max_tokens, start.cfg.frozen_layers, start.scale, start.cfg.device,
+                             start.cfg.batch_size)
+
+
+BRANCHES = {
+    "h": Branch("words"),
+    "F": Branch("strings", "S", transformer_branch, pretrained=True),
+    "A": Branch("S", "S", lambda start, own: Adapter(start.dim)),
+}
+STARTED = frozenset(c for c, b in BRANCHES.items() if b.build)    # the channels a BranchStart builds
 
 
 class TransformerBranch(nn.Module):

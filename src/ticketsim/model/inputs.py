@@ -10,7 +10,7 @@ import polars as pl
 import torch
 
 from ticketsim.channels.cache import ChannelVectors, component_strings, component_tokens
-from ticketsim.model.branches import INPUT_OF
+from ticketsim.model.branches import BRANCHES
 from ticketsim.model.siamese import Side, Texts
 
 PAD = 0
@@ -45,7 +45,7 @@ class Encoded:
         """The rows' inputs for the channels and components the metric needs (channel -> components)."""
         side: dict[str, dict[str, object]] = {}
         for channel, components in needs.items():
-            source = INPUT_OF.get(channel, channel)
+            source = BRANCHES[channel].reads if channel in BRANCHES else channel
             if source == "words":
                 side[channel] = {c: self.trimmed(self.texts[c], rows) for c in components}
             elif source == "strings":
