@@ -52,7 +52,7 @@ def day_one_bundles(tickets, variants: list[str], workspace: Path) -> dict[str, 
     from conftest import clone  # the repo's tracked files, as `git clone` gives them (no outputs)
 
     repo = clone(workspace / "repo")
-    (repo / "kb").mkdir()
+    (repo / "kb").mkdir(exist_ok=True)    # a --workspace run before: its outputs are reused
     tickets.select("ticket_id", "subject", "description", "solution").write_csv(repo / "kb/tickets.csv")
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["datasets"] = {"kb": {"source": "csv", "raw": "kb", "labels": False}}

@@ -94,6 +94,7 @@ def main() -> None:
         else:
             calibrator, results = UNCALIBRATED, {"unevaluated": f"datasets.{stage.dataset} has no labelled pairs: no "
                                                                 f"figure; scores calibrated as 1 + 4g"}
+            Path(args.plots).mkdir(parents=True, exist_ok=True)    # no reliability to plot; the folder is the stage's output
         calibrator.save(out / "calibrator.json")
         (out / "scales.json").write_text(json.dumps(scales, indent=2) + "\n")
         (out / "words.json").write_text(json.dumps(inputs.words) + "\n")  # the embedding rows, for the bundle

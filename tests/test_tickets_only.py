@@ -20,6 +20,7 @@ from ticketsim.data.manifest import MissingSource, manifest
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.synthetic import generate
 from ticketsim.data.validate import IntakeReport
+from ticketsim.retrain import RetrainError, run_gate
 from ticketsim.stage import Stage
 
 QUICK_START = (
@@ -73,6 +74,13 @@ def test_labels_false_is_for_csv_datasets_and_the_unlabelled_final_must_learn_fr
     assert SiameseParams(variants=variants).final_of(desk(tmp_path)) == "A+L"
     with pytest.raises(ConfigError, match="siamese.unlabelled: variant 'A\\+L' learns from labelled pairs"):
         SiameseParams(variants=variants, unlabelled="A+L").final_of(desk(tmp_path, labels=False))
+
+
+def test_the_gate_of_a_tickets_only_dataset_stops_saying_it_has_nothing_to_judge(tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "retrain": {"dataset": "mydesk"},
+                                                          "datasets": {"mydesk": {"source": "csv", "raw": "r", "labels": False}}}))
+    with pytest.raises(RetrainError, match="'mydesk' has no labelled pairs .* no quality figure for the gate to judge"):
+        run_gate(load_params(tmp_path / "params.yaml"))
 
 
 # ------------------------------------------------------------------------------------------------ the stage helper
