@@ -93,6 +93,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         TICKETS_ONLY,
     'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
         TICKETS_ONLY,
+    "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
+        "a benchmark of about 16 minutes (the tickets-only pipeline on 500 SemEval threads), not a test",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
