@@ -55,18 +55,19 @@ def main() -> None:
     else:
         variant = cfg.variant(args.variant)
     cfg = replace(cfg, hidden=variant.hidden or cfg.hidden)
+    labelled = stage.dataset_config.labels      # else tickets only (the final stage): mined pairs stand in for labelled ones
+    row = args.variant if labelled else cfg.final_of(stage.dataset_config)   # not "#A+L-tuned": nothing was tuned
     metric = metric_of(variant)
-    logged = {"variant": args.variant, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
+    logged = {"variant": row, "weights": variant, "model": {k: v for k, v in asdict(cfg).items() if k != "variants"}}
     torch.set_num_threads(cfg.threads)
     tag = "final" if args.variant_file else "siamese"    # one stage tag for all variants: the variant is a tag and a param
     out = Path(args.out)
-    with stage.run(logged, stage=tag, name=f"{tag}#{args.variant}@{stage.dataset}",
-                   tags={"variant": args.variant, "method": f"#{args.variant}"},
+    with stage.run(logged, stage=tag, name=f"{tag}#{row}@{stage.dataset}",
+                   tags={"variant": row, "method": f"#{row}"},
                    artifacts=(args.metrics, out / "calibrator.json", out / "scales.json", args.plots)):
         started = time.perf_counter()
         corpus, tokens = Corpus.read(args.corpus), Tokens.read(args.tokens)
         pairs, train_pairs = corpus.pairs, corpus.split("train")
-        labelled = stage.dataset_config.labels      # else tickets only: the mined pairs stand in for labelled ones
         cached = [v for v in map(ChannelVectors.load, args.channels) if v.channel in reads(metric)]
         sentence = next((v for v in cached if v.channel == "S"), None)
         mined = (mine(corpus, tokens, cfg.selfsup, params.bm25, sentence, params.seed)
