@@ -7,7 +7,8 @@ from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_methods
 
-STAGE = Stage("baselines", __doc__, reads=("corpus", "tokens"), writes=("metrics", "reports", "plots"))
+STAGE = Stage("baselines", __doc__, reads=("corpus", "tokens"), writes=("metrics", "reports", "plots"),
+              needs_labels=True)
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_metrics
 
 STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
-              options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"})
+              options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"}, needs_labels=True)
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ STAGE = Stage("index", __doc__, reads=("bundle", "corpus"), writes=("metrics", "
 def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
-    run_params = {"variant": params.siamese.final, "topics": {"coherence": params.topics.coherence}}
-    with stage.run(run_params, tags={"variant": params.siamese.final}):
+    final = params.siamese.final_of(stage.dataset_config)
+    with stage.run({"variant": final, "topics": {"coherence": params.topics.coherence}}, tags={"variant": final}):
         scorer, corpus = Scorer.load(args.bundle), Corpus.read(args.corpus)
         started = time.perf_counter()
         index = build_index(scorer, model_hash(args.bundle), corpus.tickets, cached=[ChannelVectors.load(args.sentence)],

@@ -14,14 +14,19 @@ STAGE = Stage("register", __doc__, reads=("bundle",),
 def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
-    final, name = params.siamese.final, params.siamese.registered_name(stage.dataset)
+    final, name = params.siamese.final_of(stage.dataset_config), params.siamese.registered_name(stage.dataset)
     with stage.run({"variant": final, "registered_model": name}, tags={"variant": final}) as run:
         TicketIndex.load(args.index).check(model_hash(args.bundle), args.bundle, args.index)
         # The version's run holds the variant's own figures (dev.rerank.map, ...): what the retraining gate compares.
+        # Without labelled pairs it has none, so the gate cannot judge it: registered, never made champion by the gate.
         results = json.loads(Path(args.results).read_text())
-        log_metrics(next(value for key, value in results.items() if key != "training"))   # the model's one row ("#best-tuned")
+        figures = next((value for key, value in results.items() if key not in ("training", "unevaluated")), None)
+        if figures:
+            log_metrics(figures)    # the model's one row ("#A+L-tuned")
         version = log_bundle(args.bundle, name, args.index)
-        print(f"register@{stage.dataset}: {name} version {version} (run {run.info.run_id})")
+        print(f"register@{stage.dataset}: {name} version {version} (run {run.info.run_id})" +
+              ("" if figures else f"; no quality figures ({results.get('unevaluated')}): the gate has nothing to judge "
+                                  f"it by and makes it no champion; search it with --model {args.bundle} --index {args.index}"))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from ticketsim.stage import Stage
 from ticketsim.tracking import log_methods
 
 STAGE = Stage("rows", __doc__, reads=("corpus",), writes=("metrics", "reports", "plots"),
-              options={"channels": "folder of the cached channels, <channel>.npz"})
+              options={"channels": "folder of the cached channels, <channel>.npz"}, needs_labels=True)
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ from ticketsim.stage import Arg, Stage
 from ticketsim.tracking import log_methods
 
 STAGE = Stage("table5", __doc__, writes=("metrics", "reports", "plots"),
-              options={"inputs": Arg("metrics JSON files (method -> split -> protocol -> measure) or folders of them", many=True)})
+              options={"inputs": Arg("metrics JSON files (method -> split -> protocol -> measure) or folders of them", many=True)},
+              needs_labels=True)
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from ticketsim.data.tables import Corpus
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SEMEVAL_SWITCH = "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}'"
 RUN_HERE = "run by tests/test_docs_commands.py"
+TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on a ServiceNow-shaped export in a clone)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
@@ -88,6 +89,12 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a benchmark of many minutes on a SemEval workspace, not a test",
     'ticketsim search --index servicenow-index --subject "vpn keeps disconnecting"':
         "needs a trained bundle: tests/test_exports.py searches an index built from this export with a small one",
+    "dvc exp run -S '+datasets.mydesk={source: csv, raw: exports/mydesk, columns: servicenow, labels: false}' register@mydesk":
+        TICKETS_ONLY,
+    'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
+        TICKETS_ONLY,
+    "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
+        "a benchmark of about 16 minutes (the tickets-only pipeline on 500 SemEval threads), not a test",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",

@@ -27,6 +27,10 @@ class Calibrator:
         return cls(tuple(data["x"]), tuple(data["y"]))
 
 
+# Without labelled pairs there is nothing to fit: g in [0, 1] is stretched onto the scale, 1 + 4g.
+UNCALIBRATED = Calibrator((0.0, 1.0), (1.0, 5.0))
+
+
 def fit_calibrator(scores: np.ndarray, labels: np.ndarray) -> Calibrator:
     """Isotonic regression of labels on scores, clipped to [1, 5]: the thresholds scikit-learn's IsotonicRegression keeps.
 

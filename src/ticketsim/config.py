@@ -62,6 +62,7 @@ class DatasetConfig:
     test_gold: str | None = None
     split: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.3})
     columns: str | ColumnMapping | None = None   # csv: a ready-made mapping's name, a mapping file (.yaml), or a mapping
+    labels: bool = True        # false (csv): tickets only, no queries or pairs yet; the stages that need labels skip it
 
     def path(self, name: str) -> Path:
         return Path(self.raw) / name
@@ -270,6 +271,7 @@ class SiameseParams:
     encoder: EncoderConfig = EncoderConfig()
     selfsup: MiningConfig = MiningConfig()
     final: str = "A+L"           # the variant logged and registered as the MLflow model
+    unlabelled: str = "Szs+L"    # the final variant of a dataset without labelled pairs (datasets.<name>.labels: false)
     registered_model: str = "ticketsim-siamese"
     threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
 
@@ -284,6 +286,16 @@ class SiameseParams:
         """siamese.train with the variant's own `train` values over it (and, for phase selfsup, siamese.selfsup.train)."""
         over = {**variant.train, **(self.selfsup.train if phase == "selfsup" else {})}
         return build(TrainConfig, {**dataclasses.asdict(self.train), **over}, f"siamese.variants.train ({phase})")
+
+    def final_of(self, dataset: DatasetConfig) -> str:
+        """The final variant of `dataset`: `final`, or for one without labelled pairs `unlabelled`, which must learn
+        from none."""
+        if dataset.labels:
+            return self.final
+        if self.variant(self.unlabelled).labels:
+            raise ConfigError(f"params: siamese.unlabelled: variant {self.unlabelled!r} learns from labelled pairs "
+                              f"(labels: true), which datasets.{dataset.name} has none of; name one with labels: false")
+        return self.unlabelled
 
     def registered_name(self, dataset: str) -> str:
         """One registered model per dataset: the final variant trained on it."""
@@ -470,6 +482,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     for name, dataset in built.items():
         if dataset.columns is not None and dataset.source != "csv":
             raise ConfigError(f"{path}: datasets.{name}.columns: a column mapping reads `source: csv` exports, "
+                              f"not {dataset.source!r}")
+        if not dataset.labels and dataset.source != "csv":
+            raise ConfigError(f"{path}: datasets.{name}.labels: false is for `source: csv` (a folder of tickets only), "
                               f"not {dataset.source!r}")
     return build(Params, {**raw, "datasets": built}, str(path))
 

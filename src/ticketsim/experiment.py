@@ -22,7 +22,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.mining import Mined
+from ticketsim.mining import Mined, as_mined_queries
 from ticketsim.model.branches import BRANCHES, STARTED, BranchStart
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
@@ -64,6 +64,12 @@ def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
     q = vectors.queries[SCALE_LEVEL[0]][[q_pos[x] for x in pairs["query_id"]]]
     t = vectors.tickets[SCALE_LEVEL[1]][[t_pos[x] for x in pairs["ticket_id"]]]
     return float(np.abs(q - t).sum(axis=1).mean()) or 1.0
+
+
+def mined_scale(vectors: ChannelVectors, mined: Mined, query: str) -> float:
+    """channel_scale for a dataset without labelled pairs: over the pairs mined from its tickets, a mined query being
+    its ticket's `query` component (siamese.selfsup.query)."""
+    return channel_scale(as_mined_queries(vectors, query), mined.corpus.pairs)
 
 
 def scaled(vectors: ChannelVectors, scale: float) -> ChannelVectors:
@@ -127,8 +133,9 @@ def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataF
 
 
 def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sentence: SentenceConfig,
-                 s_vectors: ChannelVectors | None, train_pairs: pl.DataFrame) -> BranchStart | None:
-    """What the variants' started branches (F, A) begin from, None when none weighs them; the encoder loaded once here."""
+                 s_vectors: ChannelVectors | None, scale: float | None) -> BranchStart | None:
+    """What the variants' started branches (F, A) begin from (None when none weighs them), `scale` being channel S's;
+    the encoder loaded once here."""
     started = set().union(*(v.weighed for v in variants)) & STARTED
     if not started:
         return None
@@ -139,7 +146,7 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
         encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache).model
-    return BranchStart(encoder, siamese.encoder, channel_scale(s_vectors, train_pairs), s_vectors.dim)
+    return BranchStart(encoder, siamese.encoder, scale, s_vectors.dim)
 
 
 def build_branches(variant: VariantConfig, start: BranchStart | None, own: bool = False) -> dict[str, torch.nn.Module]:

@@ -99,6 +99,13 @@ def mined_vectors(sentence: ChannelVectors, ids: list[str], query: str, view_sou
                           {view: sentence.tickets[source] for view, source in view_source.items()})
 
 
+def as_mined_queries(vectors: ChannelVectors, query: str) -> ChannelVectors:
+    """A channel's cache with every ticket's `query` component as the merged text (sub+desc) of its mined query, and
+    the tickets as they are: what compares a mined query with any whole ticket."""
+    return ChannelVectors(vectors.channel, tuple(PREFIX + t for t in vectors.ticket_ids), vectors.ticket_ids,
+                          {"sub+desc": vectors.tickets[query]}, vectors.tickets)
+
+
 def hard_negatives(ids: list[str], views: pl.DataFrame, view_tokens: pl.DataFrame, query_tokens: pl.DataFrame,
                    cfg: MiningConfig, bm25: BM25Config, sentence: ChannelVectors | None) -> dict[str, list[str]]:
     """Mined query (by its ticket id) -> its negatives: BM25's, then channel S's, each past its first `skip` others."""

@@ -54,6 +54,9 @@ def registered_name(params: Params) -> str:
 def run_gate(params: Params, version: str | None = None, promote_on_pass: bool = True) -> GateOutcome:
     """Judge `version` (default: the newest, unless already judged) against the champion; promote it if it passes."""
     cfg, model = params.tracking, registered_name(params)
+    if not getattr(params.datasets.get(params.retrain.dataset), "labels", True):
+        raise RetrainError(f"retrain.dataset = {params.retrain.dataset!r} has no labelled pairs (labels: false): its model "
+                           f"has no quality figure for the gate to judge; add labelled pairs, or gate a labelled dataset")
     candidate = model_version(cfg, model, version) if version else latest_version(cfg, model)
     if candidate is None:
         raise RetrainError(f"no version of model {model!r} is registered: the training stage registers one "

@@ -182,10 +182,11 @@ class Scorer:
                               corpus)
         return Encoding(tokens, inputs, self.model_for(inputs, table))
 
-    def score(self, corpus: Corpus, pool: bool = True) -> tuple[np.ndarray, ScoreMatrix | None]:
-        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None)."""
+    def score(self, corpus: Corpus, pool: bool = True, cached: Sequence[ChannelVectors] = ()) -> tuple[np.ndarray, ScoreMatrix | None]:
+        """(g of every labelled or requested pair of corpus.pairs, g of every query against every ticket or None);
+        `cached`: as in encode()."""
         metric = metric_of(self.variant)
-        _, inputs, model = self.encode(corpus)
+        _, inputs, model = self.encode(corpus, cached=cached)
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
         return scores, pool_scores(model, inputs, metric) if pool else None
 

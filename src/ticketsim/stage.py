@@ -2,15 +2,17 @@
 
 A script declares once what it reads and writes, `Stage("baselines", __doc__, reads=("corpus", "tokens"),
 writes=("metrics", "reports", "plots"))`, and
-`start()` gives it the parsed paths, the params and the dataset; `run()` is the stage's MLflow run
+`start()` gives it the parsed paths, the params and the dataset (or, for a stage that `needs_labels` on a dataset
+without labelled pairs, writes its declared outputs empty, says it skipped, and ends the process); `run()` is the stage's MLflow run
 (tracking.stage_run) with the dataset's raw files and prepared corpus as its input, which logs the declared metrics,
 reports and plots as artifacts when the work is done; `metrics()` writes the metrics file and logs its figures.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,8 @@ class Stage:
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     options: Mapping[str, str | Arg] = field(default_factory=dict)
+    # Evaluates or learns from labelled pairs (or does for these arguments): skipped on a dataset with labels: false.
+    needs_labels: bool | Callable[[argparse.Namespace], bool] = False
 
     def parser(self) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(prog=f"stages/{self.name}", description=self.doc.split("\n\n")[0])
@@ -73,7 +77,11 @@ class Stage:
             params.dataset(args.dataset)
         except ConfigError as error:
             sys.exit(f"{self.name}@{args.dataset}: {error}")
-        return StageRun(self, args.dataset, params, args)
+        stage = StageRun(self, args.dataset, params, args)
+        needs_labels = self.needs_labels(args) if callable(self.needs_labels) else self.needs_labels
+        if needs_labels and not stage.dataset_config.labels:
+            stage.skip(f"datasets.{args.dataset} has no labelled pairs (labels: false)")
+        return stage
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,21 @@ class StageRun:
     @property
     def dataset_config(self) -> DatasetConfig:
         return self.params.dataset(self.dataset)
+
+    def skip(self, reason: str) -> None:
+        """End the process without the stage's work: its declared outputs (metrics, reports, plots and `out`, a
+        folder) exist as DVC needs them, a metrics JSON saying why, and one line says so."""
+        for name in (*(w for w in ARTIFACTS if w in self.stage.writes), *(["out"] if "out" in self.stage.options else [])):
+            path = Path(getattr(self.args, name))
+            if name == "metrics":   # a file, or a folder of them (rows, comparators)
+                path = path if path.suffix == ".json" else path / "skipped.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"skipped": reason}) + "\n")
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+        variant = getattr(self.args, "variant", None)
+        print(f"{self.stage.name}@{self.dataset}{f'-{variant}' if variant else ''}: skipped, {reason}")
+        sys.exit(0)
 
     @contextmanager
     def run(self, logged: Mapping[str, Any] | None = None, *, stage: str | None = None,

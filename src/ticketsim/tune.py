@@ -98,9 +98,10 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
     train = pairs.filter(pl.col("split") == "train")
     sentence = next((v for v in channels if v.channel == "S"), None)
     variants = [params.siamese.variant(params.siamese.final), *variants]
-    start = branch_start(variants, params.siamese, params.sentence, sentence, train)
+    scales = {v.channel: channel_scale(v, train) for v in channels}
+    start = branch_start(variants, params.siamese, params.sentence, sentence, scales.get("S"))
     # In channel order, however the caches were listed: the study's name hashes them, and the stage and the CLI share it.
-    channels = tuple(scaled(v, channel_scale(v, train)) for v in sorted(channels, key=lambda v: v.channel))
+    channels = tuple(scaled(v, scales[v.channel]) for v in sorted(channels, key=lambda v: v.channel))
     mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, next((v for v in channels if v.channel == "S"), None),
                   params.seed) if corpus is not None and any(v.selfsup for v in variants) else None)
     words = list(tokens.vocabulary()["token"])
@@ -361,11 +362,15 @@ def run(params: Params, dataset: str, problem: Problem | Callable[[], Problem], 
     torch.set_num_threads(params.siamese.threads)   # small matrices: a second thread on a busy box is far slower
     with stage_run(params.tracking, "tune", dataset, logged, raw=getattr(params.datasets.get(dataset), "raw", None)) as parent:
         started = time.perf_counter()
-        final = params.siamese.variant(params.siamese.final)
-        if not cfg.enabled:
+        labelled = params.dataset(dataset).labels
+        name = params.siamese.final_of(params.dataset(dataset))
+        final = params.siamese.variant(name)
+        if not cfg.enabled or not labelled:     # nothing to search by without labelled pairs
+            why = "tune.enabled is false" if labelled else f"datasets.{dataset} has no labelled pairs"
             write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out,
-                        f"tune.enabled is false: siamese.final (#{params.siamese.final}) weights, not searched")
-            result = {"enabled": False}
+                        f"{why}: siamese.{'final' if labelled else 'unlabelled'} (#{name}) weights, not searched")
+            result = {"enabled": False} if labelled else {"skipped": why}
+            print(f"tune@{dataset}: {why}: {out} holds #{name}'s weights, not searched")
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
             problem = problem if isinstance(problem, Problem) else problem()

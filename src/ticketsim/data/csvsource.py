@@ -176,21 +176,25 @@ def read_records(path: str | Path, table: str, columns: str | ColumnMapping | No
     if table == "search":
         line = pl.col(ORIGIN).str.extract(r":(\d+)$")
         frame = frame.with_columns(query_id=pl.when(pl.col("query_id").str.strip_chars() != "").then("query_id").otherwise(line))
-    empty = {name: pl.DataFrame(schema={**dict.fromkeys(REQUIRED[name], pl.String), ORIGIN: pl.String})
-             for name in ("tickets", "queries", "pairs")}
-    tables = {**empty, "tickets" if table == "tickets" else "queries": frame}
+    tables = {**{name: empty_table(name) for name in TABLES}, "tickets" if table == "tickets" else "queries": frame}
     corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport(),
                       read_from=described(mapping))
     return corpus.tickets if table == "tickets" else corpus.queries
 
 
+def empty_table(table: str) -> pl.DataFrame:
+    """A table with no record, as read_table gives one (validate() conforms it to the Corpus schema)."""
+    return pl.DataFrame(schema={**dict.fromkeys(REQUIRED[table], pl.String), ORIGIN: pl.String})
+
+
 def read_corpus(directory: str | Path, split_fractions: dict[str, float], report: IntakeReport,
-                mapping: ColumnMapping | None = None) -> Corpus:
+                mapping: ColumnMapping | None = None, read: tuple[str, ...] = TABLES) -> Corpus:
+    """The folder's tables; those not `read` are empty (tickets alone: a dataset without labelled pairs)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise DataError([f"{directory}: no such folder; it should hold tickets, queries and pairs as .csv or .jsonl"])
-    tables, problems = {}, []
-    for table in TABLES:  # read every file before failing, so all their problems are reported together
+        raise DataError([f"{directory}: no such folder; it should hold {', '.join(read)} as .csv or .jsonl"])
+    tables, problems = {name: empty_table(name) for name in TABLES if name not in read}, []
+    for table in read:  # read every file before failing, so all their problems are reported together
         try:
             tables[table] = read_table(table_file(directory, table), table, mapping)
         except DataError as error:

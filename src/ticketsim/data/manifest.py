@@ -15,6 +15,11 @@ from ticketsim.config import DatasetConfig
 CSV_TABLES = ("tickets", "queries", "pairs")
 
 
+def csv_tables(cfg: DatasetConfig) -> tuple[str, ...]:
+    """The tables a csv dataset's folder holds: tickets alone when it has no labelled pairs (labels: false)."""
+    return CSV_TABLES if cfg.labels else CSV_TABLES[:1]
+
+
 class MissingSource(ValueError):
     """A dataset's raw files are not where its params say."""
 
@@ -30,14 +35,22 @@ def raw_files(cfg: DatasetConfig) -> list[Path]:
         missing = [p.name for p in expected if not p.is_file()]
         wanted = "the SemEval-2016 Task 3 XML files"
     else:
+        tables = csv_tables(cfg)
         options = {t: [raw / f"{t}.{ext}" for ext in ("csv", "jsonl")] for t in CSV_TABLES}
-        expected = [next((p for p in paths if p.is_file()), paths[0]) for paths in options.values()]
-        missing = [f"{t}.csv|.jsonl" for t, paths in options.items() if not any(p.is_file() for p in paths)]
-        wanted = "tickets, queries and pairs as .csv or .jsonl"
+        expected = [next((p for p in options[t] if p.is_file()), options[t][0]) for t in tables]
+        missing = [f"{t}.csv|.jsonl" for t in tables if not any(p.is_file() for p in options[t])]
+        wanted = "tickets, queries and pairs as .csv or .jsonl" if cfg.labels else "tickets as .csv or .jsonl"
+        # Tickets only, yet labels beside them: say so rather than leave them unread.
+        unread = [p.name for t in CSV_TABLES if t not in tables for p in options[t] if p.is_file()]
+        if unread:
+            raise MissingSource(f"datasets.{cfg.name}.labels is false (tickets only), but {raw} holds {', '.join(unread)}: "
+                                f"remove `labels: false` to train on them, or move them out of the folder")
     if missing:
+        tickets_only = cfg.source == "csv" and cfg.labels and raw.is_dir() and not missing[0].startswith("tickets")
+        hint = f"; with tickets only (no labelled pairs yet), set datasets.{cfg.name}.labels: false" if tickets_only else ""
         where = f"folder {raw} does not exist" if not raw.is_dir() else f"{raw} lacks {', '.join(missing)}"
         raise MissingSource(f"datasets.{cfg.name}.raw = {cfg.raw!r}: {where}; set datasets.{cfg.name}.raw to the folder "
-                            f"holding {wanted} ({', '.join(p.name for p in expected)}), or remove datasets.{cfg.name}")
+                            f"holding {wanted} ({', '.join(p.name for p in expected)}), or remove datasets.{cfg.name}{hint}")
     # A column mapping file (ticketsim.data.columns) is read like the raw files: prepare reruns when it changes.
     if isinstance(cfg.columns, str) and cfg.columns.endswith((".yaml", ".yml")):
         if not Path(cfg.columns).is_file():

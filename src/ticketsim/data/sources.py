@@ -6,6 +6,7 @@ import polars as pl
 from ticketsim.config import DatasetConfig, Params
 from ticketsim.data import csvsource, semeval
 from ticketsim.data.columns import resolve
+from ticketsim.data.manifest import csv_tables
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import ORIGIN, IntakeReport, validate
@@ -15,7 +16,8 @@ def read_dataset(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
     """A dataset's files: SemEval XML, or the CSV/JSONL layout (a user's export, read through its column mapping)."""
     if cfg.source == "semeval2016":
         return semeval.read_corpus(cfg, report)
-    return csvsource.read_corpus(cfg.raw, cfg.split, report, resolve(cfg.columns, f"datasets.{cfg.name}.columns"))
+    return csvsource.read_corpus(cfg.raw, cfg.split, report, resolve(cfg.columns, f"datasets.{cfg.name}.columns"),
+                                 csv_tables(cfg))
 
 
 def load_corpus(params: Params, name: str, report: IntakeReport) -> Corpus:

@@ -1,0 +1,129 @@
+"""Day one: a dataset of tickets and no labelled pair (`labels: false`) runs `dvc repro` to a registered, indexed,
+searchable model of siamese.unlabelled; the stages that need labels skip it, each saying so.
+
+The quick start of docs/helpdesk-data.md runs here as written, on a ServiceNow-shaped export of synthetic tickets
+placed where the command points, in a throwaway clone."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from conftest import clone, small_params
+from test_docs_commands import COMMANDS, RUN_HERE, shell, shown_commands
+
+from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, SyntheticConfig, VariantConfig, load_params
+from ticketsim.data.manifest import MissingSource, manifest
+from ticketsim.data.sources import read_dataset
+from ticketsim.data.synthetic import generate
+from ticketsim.data.validate import IntakeReport
+from ticketsim.retrain import RetrainError, run_gate
+from ticketsim.stage import Stage
+
+QUICK_START = (
+    "dvc exp run -S '+datasets.mydesk={source: csv, raw: exports/mydesk, columns: servicenow, labels: false}' register@mydesk",
+    'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"',
+)
+
+
+def servicenow_export(folder: Path, n_tickets: int, seed: int = 13) -> Path:
+    """Synthetic tickets as a ServiceNow incident list exports them (tickets.csv only: no labelled pair)."""
+    tickets = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=1, n_enduser_queries=0), seed).tickets
+    folder.mkdir(parents=True, exist_ok=True)
+    tickets.select(number="ticket_id", short_description="subject", description="description", close_notes="solution",
+                   work_notes=pl.lit("")).write_csv(folder / "tickets.csv")
+    return folder
+
+
+def desk(raw: Path, **values) -> DatasetConfig:
+    return DatasetConfig(name="mydesk", source="csv", raw=str(raw), columns="servicenow", **values)
+
+
+# ------------------------------------------------------------------------------------------------ the dataset
+def test_a_tickets_only_folder_reads_its_tickets_and_no_query_or_pair(tmp_path):
+    raw = servicenow_export(tmp_path / "desk", 12)
+    assert [p.name for p in map(Path, manifest(desk(raw, labels=False))["files"])] == ["tickets.csv"]
+    corpus = read_dataset(desk(raw, labels=False), IntakeReport())
+    assert (corpus.tickets.height, corpus.queries.height, corpus.pairs.height) == (12, 0, 0)
+
+
+def test_labels_false_with_labelled_files_beside_the_tickets_is_refused_naming_them(tmp_path):
+    raw = servicenow_export(tmp_path / "desk", 3)
+    (raw / "pairs.csv").write_text("query_id,ticket_id,label\n")
+    with pytest.raises(MissingSource, match=re.escape("datasets.mydesk.labels is false (tickets only), but "
+                                                      f"{raw} holds pairs.csv: remove `labels: false`")):
+        manifest(desk(raw, labels=False))
+
+
+def test_a_folder_of_tickets_alone_without_labels_false_says_how_to_read_it(tmp_path):
+    raw = servicenow_export(tmp_path / "desk", 3)
+    with pytest.raises(MissingSource, match=re.escape(f"{raw} lacks queries.csv|.jsonl, pairs.csv|.jsonl") +
+                       ".*set datasets.mydesk.labels: false$"):
+        manifest(desk(raw))
+
+
+def test_labels_false_is_for_csv_datasets_and_the_unlabelled_final_must_learn_from_no_label(tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "datasets": {"d": {"source": "synthetic", "labels": False}}}))
+    with pytest.raises(ConfigError, match=r"datasets\.d\.labels: false is for `source: csv`"):
+        load_params(tmp_path / "params.yaml")
+    variants = {"A+L": VariantConfig({"A": 1.0}, {"sub-sub": 1.0}), "Szs+L": VariantConfig({"S": 1.0}, {"sub-sub": 1.0}, labels=False)}
+    assert SiameseParams(variants=variants).final_of(desk(tmp_path, labels=False)) == "Szs+L"
+    assert SiameseParams(variants=variants).final_of(desk(tmp_path)) == "A+L"
+    with pytest.raises(ConfigError, match="siamese.unlabelled: variant 'A\\+L' learns from labelled pairs"):
+        SiameseParams(variants=variants, unlabelled="A+L").final_of(desk(tmp_path, labels=False))
+
+
+def test_the_gate_of_a_tickets_only_dataset_stops_saying_it_has_nothing_to_judge(tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"seed": 1, "retrain": {"dataset": "mydesk"},
+                                                          "datasets": {"mydesk": {"source": "csv", "raw": "r", "labels": False}}}))
+    with pytest.raises(RetrainError, match="'mydesk' has no labelled pairs .* no quality figure for the gate to judge"):
+        run_gate(load_params(tmp_path / "params.yaml"))
+
+
+# ------------------------------------------------------------------------------------------------ the stage helper
+def test_a_stage_that_needs_labels_writes_its_outputs_empty_and_says_it_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
+        {"seed": 1, "datasets": {"mydesk": {"source": "csv", "raw": "raw", "labels": False}, "labelled": {"source": "synthetic"}}}))
+    stage = Stage("demo", "Stage demo.", writes=("metrics", "reports", "plots"), options={"out": "a folder"}, needs_labels=True)
+    argv = ["--metrics", "m/demo.json", "--reports", "r", "--plots", "p", "--out", "o"]
+    with pytest.raises(SystemExit) as stopped:
+        stage.start(["mydesk", *argv])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == "demo@mydesk: skipped, datasets.mydesk has no labelled pairs (labels: false)\n"
+    assert json.loads((tmp_path / "m/demo.json").read_text()) == {"skipped": "datasets.mydesk has no labelled pairs (labels: false)"}
+    assert all((tmp_path / name).is_dir() for name in "rpo")
+    assert stage.start(["labelled", *argv]).dataset == "labelled"      # a labelled dataset runs the stage
+
+
+# ------------------------------------------------------------------------------------------------ the quick start
+@pytest.mark.slow
+def test_the_tickets_only_quick_start_runs_as_written_to_a_registered_searchable_model(tmp_path):
+    shown = shown_commands()
+    assert all(command in shown and shown[command].startswith("docs/helpdesk-data.md") for command in QUICK_START)
+    assert all(COMMANDS[command].startswith(RUN_HERE.replace("test_docs_commands", "test_tickets_only")) for command in QUICK_START)
+    repo = clone(tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    unlabelled = {params["siamese"]["unlabelled"]: params["siamese"]["variants"][params["siamese"]["unlabelled"]]}
+    params = small_params(params)
+    params["siamese"]["variants"] |= unlabelled      # small_params keeps the final variant and two of the paper's
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    servicenow_export(repo / "exports/mydesk", 60)
+    for git in ("config user.email docs@test", "config user.name docs-test", "add -A", "commit -qm clone"):
+        subprocess.run(["git", *git.split()], cwd=repo, check=True, capture_output=True)
+
+    done = shell(QUICK_START[0], repo)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert "siamese@mydesk-A+L: skipped, datasets.mydesk has no labelled pairs (labels: false)" in said
+    assert "tune@mydesk: datasets.mydesk has no labelled pairs: tuned/mydesk.yaml holds #Szs+L's weights" in said
+    assert re.search(r"register@mydesk: ticketsim-siamese-mydesk version 1 .*no quality figures", said)
+    assert json.loads((repo / "models/mydesk/bundle/manifest.json").read_text())["variant"]["labels"] is False
+    assert json.loads((repo / "metrics/mydesk/siamese/final.json").read_text())["unevaluated"].startswith("datasets.mydesk")
+
+    found = shell(QUICK_START[1].replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1), repo)
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert re.search(r"\bT\d{5}\b", found.stdout), found.stdout       # ranked tickets of the export
