@@ -40,6 +40,7 @@ from ticketsim.tune import (
     trial_params,
     with_rescore_cache,
 )
+from ticketsim.tuned import write_tuned
 
 # Around the paper's #22 (FINAL), which the searched variant of these tests is.
 RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
@@ -211,3 +212,10 @@ def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpu
                   tmp_path / "skipped.yaml", tmp_path / "skipped.json", tmp_path / "plots2")
     assert skipped == {"enabled": False} and load_tuned(tmp_path / "skipped.yaml") == replace(FINAL, hidden=8)
     assert (tmp_path / "plots2").is_dir()     # the stage's declared output exists even without a study
+
+
+def test_a_tuned_file_reads_back_as_the_variant_written_small_learning_rates_included(tmp_path):
+    # JSON writes 3e-05 without a dot, which YAML 1.1 (load_tuned) reads as a string: the final stage failed on F+L
+    variant = replace(FINAL, train={"optimizer": "adamw", "lr": 3e-05, "epochs": 4}, hidden=8)
+    write_tuned(variant, tmp_path / "tuned.yaml", "a note")
+    assert load_tuned(tmp_path / "tuned.yaml") == variant

@@ -2,12 +2,12 @@
 study's plots."""
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import optuna
+import yaml
 
 from ticketsim.config import VariantConfig
 
@@ -18,7 +18,8 @@ def write_tuned(tuned: VariantConfig, path: str | Path, note: str) -> None:
     body = {**asdict(tuned), "channels": rounded(tuned.channels), "levels": rounded(tuned.levels)}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {note}\n" + "".join(f"{key}: {json.dumps(value)}\n" for key, value in body.items()))
+    # PyYAML, not JSON: load_tuned reads YAML 1.1, where JSON's 3e-05 (no dot) is a string, not the float it was
+    path.write_text(f"# {note}\n" + yaml.safe_dump(body, sort_keys=False, default_flow_style=None, width=1 << 16))
 
 
 def write_plots(study: optuna.Study, folder: str | Path) -> list[str]:
