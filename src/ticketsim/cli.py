@@ -266,7 +266,7 @@ def serve_command(args: argparse.Namespace) -> int:
     access = Access(host, args.token or os.environ.get(TOKEN_VARIABLE) or None)
     journal = Journal(args.feedback or settings.feedback)
     check_folders(args.model, args.index)
-    import_heavy()
+    import_heavy(args.model)
 
     def make_app(searcher):
         from ticketsim.web import create_app

@@ -37,7 +37,8 @@ class OnnxEncoder:
     session: Any                 # onnxruntime.InferenceSession
     words: Any                   # tokenizers.Tokenizer without special tokens: the passages' word boundaries
     tokenizer: Any               # the same with the encoder's special tokens and length limit: its input
-    settings: dict               # passage_tokens, overlap, pooling, normalize, normalized (a Normalize module), dim, inputs
+    settings: dict               # passage_tokens, overlap, pooling, normalize, normalized (a Normalize module), dim, max_length
+    inputs: tuple[str, ...]      # the graph's inputs: input_ids, attention_mask and, for BERT, token_type_ids
 
     @classmethod
     def load(cls, folder: str | Path, threads: int = 1) -> OnnxEncoder:
@@ -55,7 +56,7 @@ class OnnxEncoder:
         # One op at a time on `threads` threads, as torch: the served workers are the parallelism.
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         session = onnxruntime.InferenceSession(str(folder / GRAPH), options, providers=["CPUExecutionProvider"])
-        return cls(session, words, tokenizer, settings)
+        return cls(session, words, tokenizer, settings, tuple(i.name for i in session.get_inputs()))
 
     @property
     def dim(self) -> int:
@@ -64,7 +65,7 @@ class OnnxEncoder:
     def passage_vector(self, passage: str) -> np.ndarray:
         ids = np.asarray([self.tokenizer.encode(passage).ids], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(None, {name: feeds[name] for name in self.settings["inputs"]})[0][0]
+        hidden = self.session.run(None, {name: feeds[name] for name in self.inputs})[0][0]
         vector = hidden.mean(0)     # mean pooling: every token is real, nothing is padded
         if self.settings["normalized"]:
             vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
@@ -104,11 +105,9 @@ def export_encoder(encoder: SentenceEncoder, cfg: SentenceConfig, folder: str | 
     folder.mkdir(parents=True, exist_ok=True)
     export_onnx(model, folder / GRAPH)
     model.tokenizer.backend_tokenizer.save(str(folder / TOKENIZER))
-    import onnx
-
     settings = {"passage_tokens": encoder.passage_tokens, "overlap": cfg.overlap, "pooling": cfg.pooling,
                 "normalize": cfg.normalize, "normalized": names[2:] == ["Normalize"], "dim": encoder.dim,
-                "max_length": int(model.max_seq_length), "inputs": [i.name for i in onnx.load(str(folder / GRAPH)).graph.input]}
+                "max_length": int(model.max_seq_length)}
     (folder / SETTINGS).write_text(json.dumps(settings) + "\n")
     expected = encode_texts(encoder, SAMPLES, cfg.pooling, cfg.overlap, cfg.normalize, threads=cfg.threads)
     difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - expected).max())
