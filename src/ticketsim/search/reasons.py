@@ -135,15 +135,20 @@ def shared_phrases(query: set[tuple[str, ...]], ticket: set[tuple[str, ...]], id
     return sorted(weighed, key=lambda item: (-item[1], item[0]))
 
 
-def matched_parts(query: Mapping[str, Sequence[str]], ticket: Mapping[str, Sequence[str]], idf: Mapping[str, float]) -> list[dict]:
+def part_phrases(parts: Mapping[str, Sequence[str]]) -> dict[str, set[tuple[str, ...]]]:
+    """part -> its `phrases`, of a query's or a ticket's parts (part -> tokens): computed once per query and per ticket,
+    not once per pair."""
+    return {part: phrases(tokens) for part, tokens in parts.items() if part in QUERY_FIELDS + TICKET_FIELDS}
+
+
+def matched_parts(query: Mapping[str, set], ticket: Mapping[str, set], idf: Mapping[str, float]) -> list[dict]:
     """[{'query': 'subject', 'ticket': 'solution', 'phrases': [...], 'strength': s}, ...]: each query part (subject,
     description) and ticket part (subject, description, solution) that share a phrase, strongest first (s: the sum of
-    their shared phrases' weights); `query`, `ticket`: part -> tokens."""
-    found, ticket_phrases = [], {part: phrases(ticket[part]) for part in TICKET_FIELDS}
+    their shared phrases' weights); `query`, `ticket`: part_phrases."""
+    found = []
     for query_part in QUERY_FIELDS:
-        query_phrases = phrases(query[query_part])
         for ticket_part in TICKET_FIELDS:
-            shared = shared_phrases(query_phrases, ticket_phrases[ticket_part], idf)
+            shared = shared_phrases(query[query_part], ticket[ticket_part], idf)
             if shared:
                 found.append({"query": query_part, "ticket": ticket_part, "phrases": [text for text, _ in shared[:PHRASES_SHOWN]],
                               "strength": round(sum(weight for _, weight in shared), 3)})
@@ -158,9 +163,9 @@ def shared_topics(query_topics: np.ndarray, ticket_topics: Sequence[float], labe
     return [{"topic": j, "words": list(labels.words[j]), "coherence": round(labels.coherence[j], 3)} for j in about[:TOP_TOPICS]]
 
 
-def reasons(query: Mapping[str, Sequence[str]], ticket: Mapping[str, Sequence[str]], query_topics: np.ndarray,
+def reasons(query: Mapping[str, set], ticket: Mapping[str, set], query_topics: np.ndarray,
             ticket_topics: Sequence[float], labels: TopicLabels, idf: Mapping[str, float]) -> dict:
-    """{'parts': matched_parts, 'topics': shared_topics} of one query and one ticket (parts -> tokens, standardized
+    """{'parts': matched_parts, 'topics': shared_topics} of one query and one ticket (part_phrases, standardized
     topic activities)."""
     return {"parts": matched_parts(query, ticket, idf), "topics": shared_topics(query_topics, ticket_topics, labels)}
 

@@ -6,6 +6,7 @@ search/queries.py) and a TicketIndex whose vectors that bundle's weights folded 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,12 @@ from ticketsim.data.validate import DataError, shorten
 from ticketsim.search.encode import one_side
 from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
-from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized
+from ticketsim.search.reasons import TopicLabels, part_phrases, reasons, similarity_labels, standardized
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+PHRASES_CACHED = 10_000     # tickets whose phrases a searcher keeps
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class Searcher:
         index.check(model_hash(bundle), bundle, where)
         self.queries, self.index = queries, index
         self.topic_labels = self.labels()
+        # Each ticket's phrases, once per process for the tickets found most (rows never change: tickets are only appended).
+        self.ticket_phrases = lru_cache(maxsize=PHRASES_CACHED)(lambda row: part_phrases(self.index.tickets[row, "tokens"]))
 
     def labels(self) -> TopicLabels:
         """The reason model's topic words and their coherence on the index's tickets (recomputed when tickets are added)."""
@@ -100,21 +105,25 @@ class Searcher:
             raise DataError(problems)
         layout, index = self.index.layout, self.index
         tokens, folded = self.queries.encode(queries, layout)
-        words, parts = component_tokens(tokens, QUERY_LEVEL), tokens.select(QUERY_FIELDS).to_dicts()
+        words, parts = component_tokens(tokens, QUERY_LEVEL), [part_phrases(p) for p in tokens.select(QUERY_FIELDS).to_dicts()]
         query_topics = standardized(self.queries.topics.activity(words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
             rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            hits = tuple(self.hit(rank, row, score, calibrated, query_topics[i], parts[i]) for rank, (row, score, calibrated)
-                         in enumerate(zip(rows, scores, self.queries.calibrator(scores)), start=1))
+            found = index.tickets[rows.tolist()].select("ticket_id", "subject", "solution", "topics").to_dicts()
+            calibrated = self.queries.calibrator(scores)
+            hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
+                         for rank, hit in enumerate(zip(rows, found, scores, calibrated), start=1))
             answers.append(Answer(query_id, hits, self.warnings(words[i], k)))
         return answers
 
-    def hit(self, rank: int, row: int, score: float, calibrated: float, query_topics: np.ndarray, query_parts: dict) -> Hit:
-        ticket = self.index.tickets.row(int(row), named=True)
-        why = reasons(query_parts, ticket["tokens"], query_topics, ticket["topics"], self.topic_labels, self.index.lexical.idf)
+    def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float, query_topics: np.ndarray,
+            query_phrases: dict) -> Hit:
+        """ticket: the row's ticket_id, subject, solution and topics; query_phrases: the query's part_phrases."""
+        why = reasons(query_phrases, self.ticket_phrases(int(row)), query_topics, ticket["topics"], self.topic_labels,
+                      self.index.lexical.idf)
         return Hit(rank, ticket["ticket_id"], float(score), float(calibrated), ticket["subject"] or "", ticket["solution"] or "", why)
 
     def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
