@@ -73,6 +73,7 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
     def scorer(self) -> Scorer:
         """The whole model, for scoring pairs: loaded on the first such request (a search of a bundle with a query export
         needs no torch)."""
+        from ticketsim.scorer import Scorer
 
         return Scorer.load(self.bundle)
 
