@@ -11,6 +11,7 @@ Two roads to the same vectors:
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,6 +111,7 @@ def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEnco
 
 def export_queries(bundle: str | Path) -> str | None:
     """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
+    from ticketsim.channels.sentence import configured_encoder
     from ticketsim.scorer import Scorer
 
     bundle = Path(bundle)
@@ -119,12 +121,16 @@ def export_queries(bundle: str | Path) -> str | None:
     beyond = sorted(scorer.variant.weighed - EXPORTABLE)
     if beyond:
         return f"its variant weighs {', '.join(beyond)}, which a query computes with torch"
-    shutil.rmtree(scratch, ignore_errors=True)
+    if "S" in reads_of(scorer) and scorer.sentence.quantize != "none":
+        return f"its sentence encoder runs {scorer.sentence.quantize} weights (sentence.quantize), not an export's float32"
     # Written aside, then renamed into the bundle: a query folder that exists is complete.
-    why = export_encoder(scorer.sentence_encoder, scorer.sentence, scratch / ENCODER) if "S" in reads_of(scorer) else None
-    if why:
-        shutil.rmtree(scratch, ignore_errors=True)
-        return f"its sentence encoder was not exported: {why}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    if "S" in reads_of(scorer):
+        # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph)
+        why = export_encoder(configured_encoder(replace(scorer.sentence, backend="torch")), scorer.sentence, scratch / ENCODER)
+        if why:
+            shutil.rmtree(scratch, ignore_errors=True)
+            return f"its sentence encoder was not exported: {why}"
     scratch.mkdir(parents=True, exist_ok=True)
     np.savez(scratch / ADAPTER, **{c: b.map.detach().numpy() for c, b in scorer.model.branches.items() if c == "A"})
     ReasonTopics.of(scorer.topics).save(scratch / TOPICS)

@@ -60,14 +60,12 @@ def pretrained_punkt() -> PunktSentenceTokenizer:
     from punkt.data import english
 
     punkt = nltk_tokenizers()
-    PunktParameters, PunktSentenceTokenizer = punkt.PunktParameters, punkt.PunktSentenceTokenizer
-
-    params = PunktParameters()
+    params = punkt.PunktParameters()
     params.abbrev_types = set(english.ABBREV_TYPES)
     params.collocations = {tuple(pair) for pair in english.COLLOCATIONS}
     params.sent_starters = set(english.SENT_STARTERS)
     params.ortho_context.update(english.ORTHO_CONTEXT)
-    return PunktSentenceTokenizer(params)
+    return punkt.PunktSentenceTokenizer(params)
 
 
 def trained_punkt(texts: Iterable[str]) -> PunktSentenceTokenizer:
@@ -79,6 +77,7 @@ def trained_punkt(texts: Iterable[str]) -> PunktSentenceTokenizer:
     return punkt.PunktSentenceTokenizer(trainer.get_params())
 
 
+@cache       # stateless: one for every Tokenizer
 def word_tokenizer() -> NLTKWordTokenizer:
     nltk_tokenizers()
     return sys.modules["nltk.tokenize.destructive"].NLTKWordTokenizer()
