@@ -14,7 +14,7 @@ import shutil
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import polars as pl
@@ -37,8 +37,8 @@ ENCODER, ADAPTER, TOPICS = "encoder", "adapter.npz", "topics.npz"
 EXPORTABLE = {"S", "A", "L", "R"}   # channels a query can compute without torch: S by ONNX, A a matrix, L and R no vectors
 
 
-class QueryEncoder:
-    """What a search needs of its bundle. `encode`: (the queries' tokens, their folded vectors (n, dim) float64)."""
+class QueryEncoder(Protocol):
+    """What a search needs of its bundle: ScorerQueries or ExportedQueries."""
 
     text: TextConfig
     calibrator: Calibrator
@@ -46,30 +46,29 @@ class QueryEncoder:
     road: str                       # 'exported' or 'torch': said by the benchmarks and the docs' figures
 
     def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
-        raise NotImplementedError
+        """(the queries' tokens, their folded vectors (n, dim) float64)."""
 
     @property
     def scorer(self) -> Scorer:
         """The whole model, for adding tickets (their every channel goes through it, as when the index was built)."""
-        raise NotImplementedError
 
 
-class ScorerQueries(QueryEncoder):
+class ScorerQueries:
+    """Queries through the Scorer and torch, as the index encodes tickets."""
+
     road = "torch"
 
     def __init__(self, scorer: Scorer):
-        self._scorer, self.text, self.calibrator = scorer, scorer.text, scorer.calibrator
+        self.scorer, self.text, self.calibrator = scorer, scorer.text, scorer.calibrator
         self.topics = ReasonTopics.of(scorer.topics)
 
-    @property
-    def scorer(self) -> Scorer:
-        return self._scorer
-
     def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
-        return encode_side(self._scorer, layout, queries, "queries")
+        return encode_side(self.scorer, layout, queries, "queries")
 
 
-class ExportedQueries(QueryEncoder):
+class ExportedQueries:
+    """Queries through the bundle's export (QUERY): no torch."""
+
     road = "exported"
 
     def __init__(self, bundle: Path):
