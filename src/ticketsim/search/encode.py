@@ -1,5 +1,6 @@
-"""Texts through a bundle into folded vectors: the one path for the index's tickets and a search's queries, so both
-sides go through exactly the channels, scales and weights the model scores pairs with (ticketsim.scorer)."""
+"""Texts through a bundle's Scorer into folded vectors: the one path for the index's tickets, and for a search's queries
+when the bundle has no query export (search/queries.py, whose exported road gives the same vectors), so both sides go
+through exactly the channels, scales and weights the model scores pairs with (ticketsim.scorer)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
