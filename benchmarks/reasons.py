@@ -17,9 +17,9 @@ import numpy as np
 import polars as pl
 
 from ticketsim.data.tables import Corpus
-from ticketsim.scorer import Scorer
 from ticketsim.search.enduser import SPLIT
 from ticketsim.search.index import TicketIndex
+from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Answer, Searcher
 
 
@@ -52,12 +52,12 @@ def main() -> None:
     parser.add_argument("--corpus", default="data/default/prepared", help="the prepare stage's folder (its queries are searched)")
     parser.add_argument("-k", type=int, default=10)
     args = parser.parse_args()
-    scorer, index, corpus = Scorer.load(args.model), TicketIndex.load(args.index), Corpus.read(args.corpus)
+    index, corpus = TicketIndex.load(args.index), Corpus.read(args.corpus)
     enduser = corpus.split(SPLIT)["query_id"].unique()
     queries = corpus.queries.filter(pl.col("query_id").is_in(enduser.implode())) if len(enduser) else corpus.queries
-    searcher = Searcher(scorer, index, args.model, args.index)
+    searcher = Searcher(query_encoder(args.model), index, args.model, args.index)
     answers = searcher.search(queries, args.k)
-    every_topic = Searcher(scorer, replace(index, coherence=-1.0), args.model, args.index).search(queries, args.k)
+    every_topic = Searcher(searcher.queries, replace(index, coherence=-1.0), args.model, args.index).search(queries, args.k)
     labels = searcher.topic_labels
     result = {"queries": queries.height, "k": args.k, "threshold": index.coherence,
               "coherent_topics": sum(map(labels.coherent, range(len(labels.words)))), "topics": len(labels.words),

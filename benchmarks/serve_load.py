@@ -1,6 +1,8 @@
 """The search page under load, old server and new side by side in one run: Flask's development server (one request at a
-time, as `ticketsim serve` ran before issue 22) and `ticketsim serve` on gunicorn, over the same bundle and index, each
-sent the same page searches by the same concurrent clients. Prints throughput, p50, p95, errors and the ratios.
+time, as `ticketsim serve` ran before issue 22) encoding each query through the Scorer (torch, as every search did
+before issue 20), and `ticketsim serve` on gunicorn with the bundle's own road (its query export when it has one,
+search/queries.py), over the same bundle and index, each sent the same page searches by the same concurrent clients.
+Prints throughput, p50, p95, errors and the ratios.
 
     python benchmarks/serve_load.py [--model models/default/bundle] [--index models/default/index]
                                     [--requests 200] [--clients 20] [--workers 2] [--k 10]
@@ -11,6 +13,7 @@ asked. Each server gets two untimed warm-up searches, then the timed ones. Bound
 seconds, and every server is stopped (its process group) before the script ends.
 """
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -91,15 +94,26 @@ def load(uri: str, queries: list[dict[str, str]], clients: int, k: int, timeout:
 
 
 def dev_server(args: argparse.Namespace) -> None:
-    """The old way: Flask's development server, one request at a time (run by this script in a process of its own)."""
+    """The old way: Flask's development server, one request at a time, queries through torch (run by this script in a
+    process of its own)."""
     from ticketsim.access import Access
     from ticketsim.config import ServeConfig
     from ticketsim.data.feedback import Journal
+    from ticketsim.scorer import Scorer
+    from ticketsim.search.index import TicketIndex
+    from ticketsim.search.queries import ScorerQueries
     from ticketsim.search.searcher import Searcher
     from ticketsim.web import create_app
 
-    app = create_app(Searcher.load(args.model, args.index), ServeConfig(), Journal(args.journal), Access(HOST, None))
+    searcher = Searcher(ScorerQueries(Scorer.load(args.model)), TicketIndex.load(args.index), args.model, args.index)
+    app = create_app(searcher, ServeConfig(), Journal(args.journal), Access(HOST, None))
     app.run(host=HOST, port=args.port, threaded=False)
+
+
+def road(bundle: str) -> str:
+    from ticketsim.search.queries import QUERY
+
+    return "exported (no torch)" if (Path(bundle) / QUERY).is_dir() else "torch (the bundle has no query export)"
 
 
 def main() -> None:
@@ -120,14 +134,15 @@ def main() -> None:
         return dev_server(args)
 
     queries = end_user_queries(args.requests)
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())   # the box's load (1, 5, 15 min): other jobs skew the figures
     rows = {}
     with tempfile.TemporaryDirectory() as scratch:
         journal = Path(scratch) / "judgments.jsonl"
         old_port, new_port = free_port(), free_port()
         commands = {
-            "old: Flask dev server, 1 at a time": [sys.executable, __file__, "--dev-server", "--model", args.model, "--index",
+            "old: Flask dev server, 1 at a time, torch": [sys.executable, __file__, "--dev-server", "--model", args.model, "--index",
                                                    args.index, "--port", str(old_port), "--journal", str(journal)],
-            f"new: ticketsim serve, gunicorn x{args.workers}": [
+            f"new: ticketsim serve, gunicorn x{args.workers}, {road(args.model)}": [
                 sys.executable, "-m", "ticketsim.cli", "serve", "--model", args.model, "--index", args.index, "--host", HOST,
                 "--port", str(new_port), "--workers", str(args.workers), "--feedback", str(journal)],
         }
@@ -137,7 +152,8 @@ def main() -> None:
                 rows[name] = load(uri, queries, args.clients, args.k, args.timeout)
             print(f"{name}: {rows[name]['per_s']:.1f} requests/s", flush=True)
 
-    print(f"\n{args.requests} page searches (k = {args.k}) by {args.clients} concurrent clients, {args.model}\n")
+    print(f"\n{args.requests} page searches (k = {args.k}) by {args.clients} concurrent clients, {args.model}; "
+          f"load average before: {load_before}\n")
     print("| server | requests/s | p50 s | p95 s | max s | errors |\n| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, row in rows.items():
         print(f"| {name} | {row['per_s']:.1f} | {row['p50']:.3f} | {row['p95']:.3f} | {row['max']:.3f} | {row['errors']} |")

@@ -1,6 +1,8 @@
 """Stage bundle: the final variant as one self-contained bundle folder (weights, calibrator, channel models, settings),
-the model the index stage indexes with and the register stage logs to MLflow."""
+the model the index stage indexes with and the register stage logs to MLflow; with its query export when the variant
+allows one (ticketsim.search.queries: a search then needs no torch)."""
 from ticketsim.scorer import final_bundle
+from ticketsim.search.queries import export_queries
 from ticketsim.stage import Stage
 
 STAGE = Stage("bundle", __doc__, reads=("word2vec", "char_blstm", "docnade"),
@@ -11,7 +13,8 @@ def main() -> None:
     stage = STAGE.start()
     args = stage.args
     bundle = final_bundle(args.out, stage.params, args.model, args.word2vec, args.char_blstm, args.docnade)
-    print(f"bundle@{stage.dataset}: {bundle}")
+    why = export_queries(bundle)
+    print(f"bundle@{stage.dataset}: {bundle}; a query " + (f"goes through torch: {why}" if why else "runs without torch (query/)"))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from ticketsim.data.tables import Corpus
 from ticketsim.scorer import Scorer
 from ticketsim.search.enduser import enduser_evaluation, shares_plot
 from ticketsim.search.index import build_index, model_hash
+from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.stage import Stage
 
@@ -26,7 +27,7 @@ def main() -> None:
         built = {"tickets": len(index), "dim": index.vectors.d, "bytes_per_ticket": 4 * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}
         index.save(args.out)
-        enduser = enduser_evaluation(Searcher(scorer, index, args.bundle), corpus, params.evaluation.depth)
+        enduser = enduser_evaluation(Searcher(query_encoder(args.bundle, scorer), index, args.bundle), corpus, params.evaluation.depth)
         shares_plot(enduser, Path(args.plots) / "enduser.png", f"{stage.dataset}: end-user queries (the paper's Figure 4)")
         stage.metrics({"index": built, "enduser": enduser})
         print(f"index@{stage.dataset}: {len(index)} tickets x {index.vectors.d} dims in {built['seconds']} s; "

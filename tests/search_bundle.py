@@ -43,6 +43,9 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
                                                  "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
     # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
     "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
+    # the registered default (params' siamese.final, A+L): its queries need no torch once exported (search/queries.py)
+    "AL": VariantConfig({"A": 1.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,
+                                               "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
 }
 SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
 SENTENCE = SentenceConfig(max_tokens=32, overlap=4)   # MiniLM reading 32 tokens: the same code path at an eighth of the cost
@@ -81,11 +84,11 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
     start = None
-    if variant == "FA":     # F from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
+    if VARIANTS[variant].weighed & {"F", "A"}:     # F from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
         texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
                  for text in frame[column]]
-        start = BranchStart(load_encoder(str(tiny_encoder(scratch / "tiny", texts, seed))).model, EncoderConfig(max_tokens=48),
-                            SCALES["S"], 384)
+        tiny = load_encoder(str(tiny_encoder(scratch / "tiny", texts, seed))).model if "F" in VARIANTS[variant].weighed else None
+        start = BranchStart(tiny, EncoderConfig(max_tokens=48), SCALES["S"], 384)
     torch.manual_seed(seed)
     model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
                         VARIANTS[variant], start)

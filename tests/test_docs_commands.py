@@ -100,6 +100,10 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
     "python benchmarks/pipeline_time.py --baseline main": "a benchmark of two whole pipelines (about an hour), not a test",
     "python benchmarks/encoding_speed.py": "a benchmark (minutes of encoding), not a test",
+    "python benchmarks/search_cold_start.py --model models/default/bundle --index models/default/index --repeat 3":
+        "a benchmark (two code revisions, a minute or two), not a test; tests/test_fast_query.py checks what it times",
+    "python benchmarks/serve_load.py":
+        "a benchmark (two servers under load), not a test; tests/test_search_serving.py and test_feedback_server.py serve",
 }
 
 

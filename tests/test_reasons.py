@@ -29,6 +29,7 @@ from ticketsim.data.tables import QUERY_SCHEMA, TICKET_SCHEMA
 from ticketsim.errors import StepError
 from ticketsim.scorer import Scorer
 from ticketsim.search.index import MANIFEST, TicketIndex, build_index, model_hash
+from ticketsim.search.queries import query_encoder
 from ticketsim.search.reasons import ABOUT, PARTS_SHOWN, TopicLabels, phrases, shared_topics, similarity_labels
 from ticketsim.search.searcher import Searcher
 from ticketsim.serving import TicketSimModel
@@ -61,7 +62,7 @@ def saturated(search_parts, tmp_path_factory):
     tickets = pl.concat([search_parts.corpus.tickets, pl.DataFrame([TICKET], schema=TICKET_SCHEMA)])
     index = build_index(scorer, model_hash(bundle), tickets)
     index.save(root / "index")
-    return bundle, root / "index", Searcher(scorer, index, bundle)
+    return bundle, root / "index", Searcher(query_encoder(bundle, scorer), index, bundle)
 
 
 def query_frame(query_id: str = "q") -> pl.DataFrame:
@@ -116,7 +117,7 @@ def test_an_incoherent_topic_is_hidden_and_a_coherent_one_is_shown(saturated, se
     # The searcher names only topics of its model that reach the index's threshold: every topic at -1, none above the best.
     named = {}
     for threshold in (-1.0, TopicsConfig.coherence, max(searcher.topic_labels.coherence) + 0.01):
-        at = Searcher(searcher.scorer, replace(searcher.index, coherence=threshold), saturated[0])
+        at = Searcher(searcher.queries, replace(searcher.index, coherence=threshold), saturated[0])
         named[threshold] = [t for a in at.search(search_parts.corpus.queries, 10) for h in a.hits for t in h.reasons["topics"]]
         assert all(t["coherence"] >= threshold and t["words"] == list(at.topic_labels.words[t["topic"]]) for t in named[threshold])
     assert named[-1.0] and not named[max(searcher.topic_labels.coherence) + 0.01]
@@ -127,7 +128,7 @@ def test_the_report_gives_each_topic_the_coherence_the_search_uses(saturated, se
     models = load_topic_models(search_parts.sources["docnade"])
     corpus = search_parts.corpus
     indexed = replace(corpus, tickets=searcher.index.tickets.select(list(TICKET_SCHEMA)))
-    tokens = tokenize_corpus(indexed, make_tokenizer(searcher.scorer.text, indexed), progress=False)
+    tokens = tokenize_corpus(indexed, make_tokenizer(searcher.queries.text, indexed), progress=False)
     table = coherence_table(tokens, models, 10)
     assert table[REASON_MODEL]["docnade"] == pytest.approx(searcher.topic_labels.coherence)
     report = topic_words_markdown(models, 10, "tiny", table, 0.0)

@@ -13,6 +13,7 @@ from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.scorer import Scorer
 from ticketsim.search.fold import blocks, fold
 from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash
+from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.search.topk import exact_top_k
 
@@ -35,7 +36,7 @@ def searchers(parts, tmp_path_factory):     # a minute or more with channel S: i
         _, matrix = scorer.score(parts.corpus)
         sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant != "22" else []
         index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence)
-        built[variant] = bundle, scorer, Searcher(scorer, index, bundle), matrix, sentence
+        built[variant] = bundle, scorer, Searcher(query_encoder(bundle, scorer), index, bundle), matrix, sentence
     return built
 
 
@@ -107,7 +108,7 @@ def test_added_tickets_are_searched_as_if_the_index_had_been_built_with_them(sea
     grown = TicketIndex.load(tmp_path / "index")
     assert grown.add(scorer, tickets.slice(60)) == tickets.height - 60
     grown.save(tmp_path / "index")
-    grown = Searcher(scorer, TicketIndex.load(tmp_path / "index"), bundle)
+    grown = Searcher(query_encoder(bundle, scorer), TicketIndex.load(tmp_path / "index"), bundle)
     for a, b in zip(grown.search(parts.corpus.queries, 10), whole.search(parts.corpus.queries, 10)):
         assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits]       # BM25's statistics moved with the pool
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
@@ -140,7 +141,7 @@ def test_an_index_built_with_other_weights_is_refused_by_its_hash(searchers, par
     searcher = searchers["all"][2]
     retrained = make_bundle(tmp_path / "retrained", parts, "all", seed=1)   # the same configuration, other weights
     with pytest.raises(IndexMismatch, match=r"built with other model weights .* Rebuild it"):
-        Searcher(Scorer.load(retrained), searcher.index, retrained)
+        Searcher(query_encoder(retrained), searcher.index, retrained)
 
 
 def test_the_end_user_shares_count_queries_with_at_least_n_correct_tickets():

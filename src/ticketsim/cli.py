@@ -211,13 +211,14 @@ def search_command(args: argparse.Namespace) -> int:
     """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON."""
     import polars as pl
 
-    from ticketsim.data.csvsource import read_records
     from ticketsim.search.searcher import Searcher
 
     if args.queries and (args.subject or args.description):
         print("ticketsim search: give --subject/--description or --queries, not both", file=sys.stderr)
         return ERROR
     if args.queries:
+        from ticketsim.data.csvsource import read_records  # the importers: only for a file of queries
+
         queries = read_records(args.queries, "search")
     else:
         queries = pl.DataFrame({"query_id": ["1"], "subject": [args.subject or ""], "description": [args.description or ""]})
@@ -266,7 +267,7 @@ def serve_command(args: argparse.Namespace) -> int:
     access = Access(host, args.token or os.environ.get(TOKEN_VARIABLE) or None)
     journal = Journal(args.feedback or settings.feedback)
     check_folders(args.model, args.index)
-    import_heavy()
+    import_heavy(args.model)
 
     def make_app(searcher):
         from ticketsim.web import create_app

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from ticketsim.bundle import CALIBRATOR, MANIFEST, bundle_manifest
 from ticketsim.calibrate import Calibrator
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
@@ -34,7 +35,6 @@ from ticketsim.config import (
     build,
 )
 from ticketsim.data.tables import Corpus
-from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from ticketsim.channels.sentence import SentenceEncoder
 
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
-         "calibrator": "calibrator.json"}
+         "calibrator": CALIBRATOR}
 OPTIONAL = {"encoder": ENCODER}     # channel F's fine-tuned encoder, when the model has it
 
 
@@ -78,7 +78,7 @@ def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantCon
     manifest = {"text": asdict(text), "variant": asdict(variant), "max_tokens": siamese.max_tokens,
                 "scales": scales, "words": list(words), "sentence": asdict(sentence), "bm25": asdict(bm25),
                 "encoder": asdict(siamese.encoder)}
-    (directory / "manifest.json").write_text(json.dumps(manifest) + "\n")
+    (directory / MANIFEST).write_text(json.dumps(manifest) + "\n")
     return directory
 
 
@@ -222,10 +222,3 @@ def evaluate_bundle(directory: str | Path, corpus: Corpus, cfg: EvaluationConfig
     scores, matrix = scorer.score(corpus)
     results = evaluate_method(corpus.pairs, scores, matrix, cfg, scorer.calibrator)
     return results, scored_pairs(corpus.pairs, scores, scorer.calibrator)
-
-
-def bundle_manifest(directory: Path) -> dict:
-    if not (directory / "manifest.json").is_file():
-        raise StepError(f"{directory}: not a model bundle (no manifest.json); the register stage writes one to "
-                        "models/<dataset>/bundle (`dvc repro register@<dataset>`)")
-    return json.loads((directory / "manifest.json").read_text())

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import mlflow
 import pandas as pd
@@ -28,7 +30,9 @@ from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
 from ticketsim.data.validate import DataError
-from ticketsim.scorer import Scorer
+
+if TYPE_CHECKING:
+    from ticketsim.scorer import Scorer
 
 COLUMNS = ("query_subject", "query_description", "ticket_subject", "ticket_description", "ticket_solution")
 FEEDBACK_COLUMNS = (*QUERY_FIELDS, "ticket_id", "label")
@@ -57,13 +61,21 @@ def queries_of_requests(frame: pd.DataFrame) -> pl.DataFrame:
 class TicketSimModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context) -> None:
         from ticketsim.search.index import TicketIndex
+        from ticketsim.search.queries import query_encoder
         from ticketsim.search.searcher import Searcher
 
-        bundle, index = context.artifacts["bundle"], context.artifacts.get("index")
-        self.scorer = Scorer.load(bundle)
+        self.bundle, index = context.artifacts["bundle"], context.artifacts.get("index")
         # Versions registered before the index existed score pairs only.
-        self.searcher = Searcher(self.scorer, TicketIndex.load(index), bundle, "the model's index") if index else None
+        self.searcher = Searcher(query_encoder(self.bundle), TicketIndex.load(index), self.bundle, "the model's index") if index else None
         self.journal: Journal | None = None     # opened on the first judgment
+
+    @cached_property
+    def scorer(self) -> Scorer:
+        """The whole model, for scoring pairs: loaded on the first such request (a search of a bundle with a query export
+        needs no torch)."""
+        from ticketsim.scorer import Scorer
+
+        return Scorer.load(self.bundle)
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.Series | pd.DataFrame:
         try:

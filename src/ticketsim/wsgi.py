@@ -1,15 +1,18 @@
 """`ticketsim serve` on gunicorn: the app of ticketsim.web in several worker processes, each one request at a time.
 
-The process that forks the workers imports every heavy module a search uses (torch, FAISS, polars, sentence-transformers,
-nltk's Punkt: seconds that the workers then share) and checks the bundle and the index, but loads no model: polars' and
-OpenMP's thread pools do not survive a fork (a worker forked after a search hangs in its first one). Each worker loads
-the model and the index once, answers a warm-up search, and only then takes requests: nothing heavy is imported or
-loaded per request. Torch and FAISS run on one thread each: the workers are the parallelism.
+The process that forks the workers imports every heavy module a search of this bundle uses (FAISS, polars, onnxruntime
+for a bundle with a query export; torch and sentence-transformers for one without: seconds that the workers then share)
+and checks the bundle and the index, but loads no model: polars' and OpenMP's thread pools do not survive a fork (a
+worker forked after a search hangs in its first one). Each worker loads the model and the index once, answers a warm-up
+search, and only then takes requests: nothing heavy is imported or loaded per request. ONNX Runtime (sentence.threads),
+torch and FAISS run on one thread each: the workers are the parallelism.
 """
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import gunicorn.config
 from gunicorn.app.base import BaseApplication
@@ -17,9 +20,10 @@ from gunicorn.app.base import BaseApplication
 from ticketsim.config import ServeConfig
 
 URL_LIMIT = 8190    # gunicorn's largest request line: a GET search carries the query's text in its URL
-# What a search imports on first use (the sentence encoder, the Punkt tokenizer), imported before the fork.
-HEAVY = ("torch", "faiss", "polars", "sentence_transformers", "transformers", "nltk.tokenize", "nltk.tokenize.punkt",
-         "punkt.data", "ticketsim.channels.sentence", "ticketsim.search.searcher")
+# What a search imports on first use (the sentence encoder, the Punkt tokenizer), imported before the fork: by every
+# bundle, and by a bundle without a query export (ticketsim.search.queries) beside.
+HEAVY = ("faiss", "polars", "onnxruntime", "tokenizers", "punkt.data", "ticketsim.search.searcher")
+TORCH = ("torch", "sentence_transformers", "transformers", "ticketsim.channels.sentence", "ticketsim.scorer")
 
 
 class Server(BaseApplication):
@@ -37,8 +41,12 @@ class Server(BaseApplication):
         return self.make_app()
 
 
-def import_heavy() -> None:
-    for module in HEAVY:
+def import_heavy(bundle: str) -> None:
+    from ticketsim.search.queries import QUERY
+    from ticketsim.text.tokenize import nltk_tokenizers
+
+    nltk_tokenizers()
+    for module in HEAVY + (() if (Path(bundle) / QUERY).is_dir() else TORCH):
         importlib.import_module(module)
 
 
@@ -48,13 +56,13 @@ def worker_app(bundle: str, index: str, make_app: Callable) -> Callable:
     def load():
         import faiss
         import polars as pl
-        import torch
 
         from ticketsim.search.searcher import Searcher
 
-        torch.set_num_threads(1)
         faiss.omp_set_num_threads(1)
         searcher = Searcher.load(bundle, index)
+        if "torch" in sys.modules:      # a bundle without a query export
+            sys.modules["torch"].set_num_threads(1)
         searcher.search(pl.DataFrame({"query_id": ["warm-up"], "subject": ["warm up"], "description": [""]}), 1)
         return make_app(searcher)
 

@@ -13,13 +13,12 @@ comments add more noise than evidence. Tickets whose decisive text comes late ma
 """
 from __future__ import annotations
 
-import bisect
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,11 +27,10 @@ from tqdm import tqdm
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, backend_label, load_backend
 from ticketsim.channels.encoder_files import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
+from ticketsim.channels.passages import Pooling, check_overlap, pool, windows
 from ticketsim.config import SentenceConfig
 from ticketsim.data.tables import Corpus
 from ticketsim.threads import torch_threads
-
-Pooling = Literal["max", "mean", "first"]
 
 
 @dataclass(frozen=True)
@@ -88,14 +86,9 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
 # ------------------------------------------------------------------------------------------------ texts, passages
 def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) -> list[list[str]]:
     """Each text cut into passages of whole words, each at most encoder.passage_tokens tokens, consecutive passages
-    sharing about `overlap` tokens. A text that fits is one passage (itself, stripped); an empty text has none.
-
-    Windows end at word boundaries of the encoder's own tokenizer, so a passage's text tokenizes back to exactly its
-    window (for WordPiece tokenizers: MiniLM, MPNet); only one word longer than a whole window is cut inside.
-    """
+    sharing about `overlap` tokens (channels.passages.windows). An empty text has none."""
     size = encoder.passage_tokens
-    if not 0 <= overlap < size // 2:
-        raise ValueError(f"sentence.overlap: {overlap} must be at least 0 and below half a passage ({size // 2} tokens)")
+    check_overlap(overlap, size)
     stripped = [text.strip() for text in texts]
     result: list[list[str]] = [[] for _ in stripped]
     todo = [i for i, text in enumerate(stripped) if text]
@@ -104,23 +97,7 @@ def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) 
     encoded = encoder.model.tokenizer([stripped[i] for i in todo], add_special_tokens=False,
                                       return_offsets_mapping=True, verbose=False)
     for row, i in enumerate(todo):
-        offsets, words = encoded["offset_mapping"][row], encoded.word_ids(row)
-        n = len(offsets)
-        if n <= size:
-            result[i] = [stripped[i]]
-            continue
-        starts = [t for t in range(n) if t == 0 or words[t] != words[t - 1]]   # tokens that begin a word
-        start = 0
-        while True:
-            end = min(start + size, n)
-            if end < n:     # back off to the last word start inside the window, unless one word fills it
-                last = starts[bisect.bisect_right(starts, end) - 1]
-                end = last if last > start else end
-            result[i].append(stripped[i][offsets[start][0]:offsets[end - 1][1]])
-            if end == n:
-                break
-            at = bisect.bisect_left(starts, end - overlap)     # the first word start in the overlap
-            start = starts[at] if at < len(starts) and start < starts[at] <= end else end
+        result[i] = windows(stripped[i], encoded["offset_mapping"][row], encoded.word_ids(row), size, overlap)
     return result
 
 
@@ -140,21 +117,6 @@ def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: 
                                                   convert_to_numpy=True)
             bar.update(len(batch))
     return vectors
-
-
-def pool(vectors: np.ndarray, pooling: Pooling, normalize: bool) -> np.ndarray:
-    """One text's vector from its passages' vectors (rows)."""
-    if pooling == "max":
-        pooled = vectors.max(0)
-    elif pooling == "mean":
-        pooled = vectors.mean(0)
-    elif pooling == "first":
-        pooled = vectors[0]
-    else:
-        raise ValueError(f"sentence.pooling: {pooling!r} is not one of max, mean, first")
-    if normalize:
-        pooled = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-    return pooled
 
 
 def encode_texts(encoder: SentenceEncoder, texts: Sequence[str], pooling: Pooling = "first", overlap: int = 32,

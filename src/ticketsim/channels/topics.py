@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from ticketsim.channels.cache import COMPONENTS, ChannelVectors, component_texts
+from ticketsim.channels.coherence import COHERENCE_WORDS, npmi_coherence
 from ticketsim.channels.docnade import (
     DocNADE,
     DocNADEConfig,
@@ -40,7 +39,6 @@ from ticketsim.text.tokenize import Tokens
 
 MODELS = {"m1": "sub+desc", "m2": "sub+desc+sol"}  # model -> the ticket text it learns from
 REASON_MODEL = "m2"   # the model whose topics a search names: M2 read SUB+DESC+SOL, every word a query may share with a ticket
-COHERENCE_WORDS = 5   # a topic's coherence is that of its top 5 words: the words a search hit shows
 PAPER_MODEL_OF = {"sub": "m1", "desc": "m1", "sub+desc": "m1", "sol": "m2", "sub+desc+sol": "m2"}
 
 
@@ -165,29 +163,6 @@ def topic_vectors(tokens: Tokens, models: dict[str, TopicModel], space: str = "m
         return {c: represent(model[c].docnade, [model[c].vocabulary.encode(doc) for doc in docs]) for c, docs in texts.items()}
 
     return ChannelVectors("T", tuple(tokens.queries["query_id"]), tuple(tokens.tickets["ticket_id"]), side(queries), side(tickets))
-
-
-def npmi_coherence(topics: Sequence[Sequence[str]], documents: Iterable[Sequence[str]]) -> np.ndarray:
-    """Each topic's coherence on `documents`: the mean over every pair of its words of the normalised PMI of their
-    document co-occurrence (Bouma 2009; Lau et al. 2014), NPMI(a, b) = log(P(a, b) / (P(a) P(b))) / -log P(a, b) with
-    P(.) the share of documents holding the words, in [-1, 1]. Words that never meet score -1 (the limit), a pair in
-    every document 1. Words a topic model ranks high but that rarely share a ticket read as noise to a person."""
-    column = {word: j for j, word in enumerate(dict.fromkeys(w for topic in topics for w in topic))}
-    rows = [sorted({column[w] for w in doc if w in column}) for doc in documents]
-    if not rows:
-        raise ValueError("NPMI coherence needs at least one document")
-    holds = sp.csr_matrix((np.ones(sum(map(len, rows)), dtype=np.float64), np.concatenate([[], *rows]).astype(np.int64),
-                           np.cumsum([0, *map(len, rows)])), shape=(len(rows), len(column)))
-    p = (holds.T @ holds).toarray() / len(rows)          # p[a, b]: share of documents holding a and b; p[a, a]: holding a
-    with np.errstate(divide="ignore", invalid="ignore"):
-        npmi = np.log(p / np.outer(p.diagonal(), p.diagonal())) / -np.log(p)
-    npmi = np.where(p == 0, -1.0, np.where(p == 1, 1.0, npmi))
-    coherence = []
-    for topic in topics:
-        ids = [column[w] for w in topic]
-        pairs = [npmi[a, b] for i, a in enumerate(ids) for b in ids[i + 1:]]
-        coherence.append(float(np.mean(pairs)) if pairs else float("nan"))
-    return np.array(coherence)
 
 
 def topic_words(model: TopicModel, k: int, kind: str = "docnade") -> list[list[str]]:

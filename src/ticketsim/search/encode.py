@@ -1,19 +1,21 @@
-"""Texts through a bundle into folded vectors: the one path for the index's tickets and a search's queries, so both
-sides go through exactly the channels, scales and weights the model scores pairs with (ticketsim.scorer)."""
+"""Texts through a bundle's Scorer into folded vectors: the one path for the index's tickets, and for a search's queries
+when the bundle has no query export (search/queries.py, whose exported road gives the same vectors), so both sides go
+through exactly the channels, scales and weights the model scores pairs with (ticketsim.scorer)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-import torch
 
-from ticketsim.channels.cache import ChannelVectors
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus
-from ticketsim.experiment import metric_of, side_channels
-from ticketsim.scorer import Scorer
 from ticketsim.search.fold import Block, blocks, fold
+
+if TYPE_CHECKING:   # torch through them: a search whose bundle has a query export (search/queries.py) never imports it
+    from ticketsim.channels.cache import ChannelVectors
+    from ticketsim.scorer import Scorer
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,10 @@ class Layout:
 
     @classmethod
     def of(cls, scorer: Scorer) -> Layout:
+        import torch
+
+        from ticketsim.experiment import metric_of
+
         with torch.no_grad():   # learned W and V are tensors of the model
             metric = scorer.model.metric(metric_of(scorer.variant))
         weight = {c: float(w) for c, w in metric.channels.items()}
@@ -37,6 +43,8 @@ def encode_side(scorer: Scorer, layout: Layout, frame: pl.DataFrame, side: str,
                 cached: Sequence[ChannelVectors] = ()) -> tuple[pl.DataFrame, np.ndarray]:
     """(the rows' tokens, their folded vectors (n, dim) float64) of a tickets or queries table (side: 'tickets', 'queries');
     `cached`: as Scorer.encode."""
+    from ticketsim.experiment import metric_of, side_channels
+
     tokens, inputs, model = scorer.encode(one_side(frame, side), lexical=False, cached=cached)
     needs = metric_of(scorer.variant).needs()[0 if side == "queries" else 1]
     vectors = side_channels(model, getattr(inputs, side), needs)

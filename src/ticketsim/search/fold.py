@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig
+if TYPE_CHECKING:
+    from ticketsim.model.metric import MetricConfig
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Block:
 
 def blocks(metric: MetricConfig) -> tuple[Block, ...]:
     """The folded layout of a metric (its weights in force: learned W and V are tensors, read as floats here)."""
+    from ticketsim.model.metric import PAIR_CHANNELS  # torch: only a model's layout, never a query's, needs it
+
     if metric.distance != "l1":
         raise ValueError(f"the metric uses {metric.distance} distance, which does not fold into one L1 distance: an exact "
                          "L1 index cannot search it; use a variant with l1 distance")
@@ -35,8 +38,9 @@ def blocks(metric: MetricConfig) -> tuple[Block, ...]:
                  for channel, w in metric.channels.items() if float(w) and channel not in PAIR_CHANNELS)
 
 
-def fold(vectors: Mapping[str, Mapping[str, torch.Tensor]], layout: tuple[Block, ...], side: str) -> np.ndarray:
-    """(n, dim) float64: one side's channel vectors (channel -> component -> (n, d)) folded; side 'queries' or 'tickets'."""
-    parts = [block.weight * vectors[block.channel][block.query if side == "queries" else block.ticket].double().numpy()
+def fold(vectors: Mapping[str, Mapping[str, np.ndarray]], layout: tuple[Block, ...], side: str) -> np.ndarray:
+    """(n, dim) float64: one side's channel vectors (channel -> component -> (n, d), numpy arrays or CPU tensors)
+    folded; side 'queries' or 'tickets'."""
+    parts = [block.weight * np.asarray(vectors[block.channel][block.query if side == "queries" else block.ticket], dtype=np.float64)
              for block in layout]
     return np.concatenate(parts, axis=1)

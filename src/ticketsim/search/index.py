@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
@@ -23,15 +24,16 @@ import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
-from ticketsim.channels.topics import REASON_MODEL
 from ticketsim.config import BM25Config, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import DataError
 from ticketsim.errors import StepError
-from ticketsim.scorer import Scorer
 from ticketsim.search.encode import Layout, encode_side
 from ticketsim.search.fold import Block
-from ticketsim.search.reasons import standardized, topic_activity
+from ticketsim.search.reasons import ReasonTopics, standardized
+
+if TYPE_CHECKING:
+    from ticketsim.scorer import Scorer
 
 MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.faiss", "tickets.parquet"
 CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
@@ -150,12 +152,12 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
     """(folded vectors float32, the tickets with their parts' tokens and standardized topics, the mean and std used),
     CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode."""
     tickets = tickets.select(list(TICKET_SCHEMA))
-    vectors, parts, activity = [], [], []
+    vectors, parts, activity, topics = [], [], [], ReasonTopics.of(scorer.topics)
     for start in range(0, tickets.height, CHUNK):
         tokens, folded = encode_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
         vectors.append(folded.astype(np.float32))
         parts.append(tokens.select(tokens=pl.struct(list(TICKET_FIELDS))))
-        activity.append(topic_activity(scorer.topics[REASON_MODEL], component_tokens(tokens, TICKET_LEVEL)))
+        activity.append(topics.activity(component_tokens(tokens, TICKET_LEVEL)))
     activity = np.concatenate(activity)
     topic_scale = (activity.mean(0), activity.std(0)) if topic_scale is None else topic_scale
     frame = pl.concat([tickets, pl.concat(parts)], how="horizontal").with_columns(

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ticketsim.channels.docnade import represent
-from ticketsim.channels.topics import COHERENCE_WORDS, TopicModel, npmi_coherence, topic_words
+from ticketsim.channels.coherence import COHERENCE_WORDS, npmi_coherence
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.text.stopwords import ALPHANUMERIC, is_topical
 from ticketsim.text.tokenize import NUMBER_TOKEN
+
+if TYPE_CHECKING:
+    from ticketsim.channels.topics import TopicModel
 
 ABOUT = 1.0           # a text is about a topic when its activity is this many standard deviations above the tickets' mean
 TOP_TOPICS = 3        # shared topics shown per hit
@@ -26,9 +31,53 @@ PARTS_SHOWN = 3       # matched query part - ticket part pairs shown per hit
 PHRASES_SHOWN = 5     # shared phrases shown per matched pair of parts
 
 
-def topic_activity(model: TopicModel, documents: Sequence[Sequence[str]]) -> np.ndarray:
-    """(n, topics): DocNADE's hidden layer after each whole document (channel T of that text)."""
-    return represent(model.docnade, [model.vocabulary.encode(doc) for doc in documents])
+ACTIVATIONS = {"sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tanh": np.tanh, "relu": lambda x: np.maximum(x, 0)}
+
+
+@dataclass(frozen=True, eq=False)
+class ReasonTopics:
+    """The reason model's DocNADE (channels.topics.REASON_MODEL) as arrays: its hidden layer after a whole document,
+    g(c + sum_k W[:, v_k]), and each topic's top words, in numpy, so a search needs no torch for its reasons. Taken from
+    the bundle's DocNADE (`of`) or from the arrays a bundle's query export keeps (`load`)."""
+
+    vocabulary: tuple[str, ...]
+    W: np.ndarray               # (topics, words) float32
+    c: np.ndarray               # (topics,) float32
+    activation: str             # DocNADE's g: sigmoid, tanh, relu
+    words: tuple[tuple[str, ...], ...]   # each topic's COHERENCE_WORDS top words (docnade.top_words of W)
+
+    @cached_property
+    def ids(self) -> dict[str, int]:
+        return {word: i for i, word in enumerate(self.vocabulary)}
+
+    @classmethod
+    def of(cls, models: Mapping[str, TopicModel]) -> ReasonTopics:
+        """From a bundle's topic models (Scorer.topics: M1, M2)."""
+        from ticketsim.channels.topics import REASON_MODEL, topic_words
+
+        model = models[REASON_MODEL]
+        docnade = model.docnade
+        return cls(model.vocabulary.words, docnade.W.detach().numpy().copy(), docnade.c.detach().numpy().copy(),
+                   docnade.cfg.activation, tuple(map(tuple, topic_words(model, COHERENCE_WORDS))))
+
+    def save(self, path: str | Path) -> None:
+        np.savez(path, vocabulary=np.array(self.vocabulary), W=self.W, c=self.c, activation=self.activation,
+                 words=np.array(self.words))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ReasonTopics:
+        with np.load(path) as saved:
+            return cls(tuple(saved["vocabulary"].tolist()), saved["W"], saved["c"], str(saved["activation"]),
+                       tuple(map(tuple, saved["words"].tolist())))
+
+    def activity(self, documents: Sequence[Sequence[str]]) -> np.ndarray:
+        """(n, topics) float32: DocNADE's hidden layer after each whole document (channel T of that text)."""
+        pushes = np.zeros((len(documents), len(self.c)), dtype=np.float32)
+        for row, doc in enumerate(documents):
+            ids = [self.ids[t] for t in doc if t in self.ids]
+            if ids:
+                pushes[row] = self.W[:, ids].sum(1)
+        return ACTIVATIONS[self.activation](self.c + pushes).astype(np.float32)
 
 
 def standardized(activity: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
@@ -47,10 +96,9 @@ class TopicLabels:
     threshold: float
 
     @classmethod
-    def of(cls, model: TopicModel, documents: Iterable[Sequence[str]], threshold: float) -> TopicLabels:
+    def of(cls, topics: ReasonTopics, documents: Iterable[Sequence[str]], threshold: float) -> TopicLabels:
         """`documents`: every ticket's SUB+DESC+SOL tokens (the texts the topic model read)."""
-        words = topic_words(model, COHERENCE_WORDS)
-        return cls(tuple(map(tuple, words)), tuple(npmi_coherence(words, documents).tolist()), threshold)
+        return cls(topics.words, tuple(npmi_coherence(topics.words, documents).tolist()), threshold)
 
     def coherent(self, topic: int) -> bool:
         return self.coherence[topic] >= self.threshold
@@ -87,15 +135,20 @@ def shared_phrases(query: set[tuple[str, ...]], ticket: set[tuple[str, ...]], id
     return sorted(weighed, key=lambda item: (-item[1], item[0]))
 
 
-def matched_parts(query: Mapping[str, Sequence[str]], ticket: Mapping[str, Sequence[str]], idf: Mapping[str, float]) -> list[dict]:
+def part_phrases(parts: Mapping[str, Sequence[str]]) -> dict[str, set[tuple[str, ...]]]:
+    """part -> its `phrases`, of a query's or a ticket's parts (part -> tokens): computed once per query and per ticket,
+    not once per pair."""
+    return {part: phrases(tokens) for part, tokens in parts.items() if part in QUERY_FIELDS + TICKET_FIELDS}
+
+
+def matched_parts(query: Mapping[str, set], ticket: Mapping[str, set], idf: Mapping[str, float]) -> list[dict]:
     """[{'query': 'subject', 'ticket': 'solution', 'phrases': [...], 'strength': s}, ...]: each query part (subject,
     description) and ticket part (subject, description, solution) that share a phrase, strongest first (s: the sum of
-    their shared phrases' weights); `query`, `ticket`: part -> tokens."""
-    found, ticket_phrases = [], {part: phrases(ticket[part]) for part in TICKET_FIELDS}
+    their shared phrases' weights); `query`, `ticket`: part_phrases."""
+    found = []
     for query_part in QUERY_FIELDS:
-        query_phrases = phrases(query[query_part])
         for ticket_part in TICKET_FIELDS:
-            shared = shared_phrases(query_phrases, ticket_phrases[ticket_part], idf)
+            shared = shared_phrases(query[query_part], ticket[ticket_part], idf)
             if shared:
                 found.append({"query": query_part, "ticket": ticket_part, "phrases": [text for text, _ in shared[:PHRASES_SHOWN]],
                               "strength": round(sum(weight for _, weight in shared), 3)})
@@ -110,9 +163,9 @@ def shared_topics(query_topics: np.ndarray, ticket_topics: Sequence[float], labe
     return [{"topic": j, "words": list(labels.words[j]), "coherence": round(labels.coherence[j], 3)} for j in about[:TOP_TOPICS]]
 
 
-def reasons(query: Mapping[str, Sequence[str]], ticket: Mapping[str, Sequence[str]], query_topics: np.ndarray,
+def reasons(query: Mapping[str, set], ticket: Mapping[str, set], query_topics: np.ndarray,
             ticket_topics: Sequence[float], labels: TopicLabels, idf: Mapping[str, float]) -> dict:
-    """{'parts': matched_parts, 'topics': shared_topics} of one query and one ticket (parts -> tokens, standardized
+    """{'parts': matched_parts, 'topics': shared_topics} of one query and one ticket (part_phrases, standardized
     topic activities)."""
     return {"parts": matched_parts(query, ticket, idf), "topics": shared_topics(query_topics, ticket_topics, labels)}
 

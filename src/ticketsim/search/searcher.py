@@ -1,28 +1,31 @@
 """Query texts -> the exact top-k tickets of a knowledge base, with calibrated 1-5 scores and the reasons for each.
 
-One Searcher serves the command line, the MLflow model and the web page: a bundle (the model) and a TicketIndex whose
-vectors that bundle's weights folded (checked by hash when it loads).
+One Searcher serves the command line, the MLflow model and the web page: a bundle (the model, its queries read by
+search/queries.py) and a TicketIndex whose vectors that bundle's weights folded (checked by hash when it loads).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from ticketsim.bundle import bundle_manifest
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL
-from ticketsim.channels.topics import REASON_MODEL
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
 from ticketsim.data.validate import DataError, shorten
-from ticketsim.scorer import Scorer, bundle_manifest
-from ticketsim.search.encode import encode_side, one_side
+from ticketsim.search.encode import one_side
 from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_manifest
-from ticketsim.search.reasons import TopicLabels, reasons, similarity_labels, standardized, topic_activity
+from ticketsim.search.queries import QueryEncoder, query_encoder
+from ticketsim.search.reasons import TopicLabels, part_phrases, reasons, similarity_labels, standardized
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+PHRASES_CACHED = 10_000     # tickets whose phrases a searcher keeps
 
 
 @dataclass(frozen=True)
@@ -75,19 +78,21 @@ def clip(text: str, width: int) -> str:
 
 
 class Searcher:
-    def __init__(self, scorer: Scorer, index: TicketIndex, bundle: str | Path, where: str | Path = "the index"):
-        """Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
+    def __init__(self, queries: QueryEncoder, index: TicketIndex, bundle: str | Path, where: str | Path = "the index"):
+        """`queries`: query_encoder(bundle). Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
         index.check(model_hash(bundle), bundle, where)
-        self.scorer, self.index = scorer, index
+        self.queries, self.index = queries, index
         self.topic_labels = self.labels()
+        # Each ticket's phrases, once per process for the tickets found most (rows never change: tickets are only appended).
+        self.ticket_phrases = lru_cache(maxsize=PHRASES_CACHED)(lambda row: part_phrases(self.index.tickets[row, "tokens"]))
 
     def labels(self) -> TopicLabels:
         """The reason model's topic words and their coherence on the index's tickets (recomputed when tickets are added)."""
-        return TopicLabels.of(self.scorer.topics[REASON_MODEL], self.index.words(), self.index.coherence)
+        return TopicLabels.of(self.queries.topics, self.index.words(), self.index.coherence)
 
     @classmethod
     def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
-        return cls(Scorer.load(bundle), TicketIndex.load(index), bundle, index)
+        return cls(query_encoder(bundle), TicketIndex.load(index), bundle, index)
 
     def search(self, queries: pl.DataFrame, k: int = 10) -> list[Answer]:
         """The top k tickets of each query (query_id, subject, description), best first; DataError on an empty query."""
@@ -99,22 +104,26 @@ class Searcher:
         if problems:
             raise DataError(problems)
         layout, index = self.index.layout, self.index
-        tokens, folded = encode_side(self.scorer, layout, queries, "queries")
-        words, parts = component_tokens(tokens, QUERY_LEVEL), tokens.select(QUERY_FIELDS).to_dicts()
-        query_topics = standardized(topic_activity(self.scorer.topics[REASON_MODEL], words), *index.topic_scale)
+        tokens, folded = self.queries.encode(queries, layout)
+        words, parts = component_tokens(tokens, QUERY_LEVEL), [part_phrases(p) for p in tokens.select(QUERY_FIELDS).to_dicts()]
+        query_topics = standardized(self.queries.topics.activity(words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
             rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            hits = tuple(self.hit(rank, row, score, calibrated, query_topics[i], parts[i]) for rank, (row, score, calibrated)
-                         in enumerate(zip(rows, scores, self.scorer.calibrator(scores)), start=1))
+            found = index.tickets[rows.tolist()].select("ticket_id", "subject", "solution", "topics").to_dicts()
+            calibrated = self.queries.calibrator(scores)
+            hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
+                         for rank, hit in enumerate(zip(rows, found, scores, calibrated), start=1))
             answers.append(Answer(query_id, hits, self.warnings(words[i], k)))
         return answers
 
-    def hit(self, rank: int, row: int, score: float, calibrated: float, query_topics: np.ndarray, query_parts: dict) -> Hit:
-        ticket = self.index.tickets.row(int(row), named=True)
-        why = reasons(query_parts, ticket["tokens"], query_topics, ticket["topics"], self.topic_labels, self.index.lexical.idf)
+    def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float, query_topics: np.ndarray,
+            query_phrases: dict) -> Hit:
+        """ticket: the row's ticket_id, subject, solution and topics; query_phrases: the query's part_phrases."""
+        why = reasons(query_phrases, self.ticket_phrases(int(row)), query_topics, ticket["topics"], self.topic_labels,
+                      self.index.lexical.idf)
         return Hit(rank, ticket["ticket_id"], float(score), float(calibrated), ticket["subject"] or "", ticket["solution"] or "", why)
 
     def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
@@ -131,7 +140,7 @@ class Searcher:
     def query_words(self, queries: pl.DataFrame) -> list[list[str]]:
         """Each query's SUB+DESC tokens (channel L's words) by the bundle's tokenizer."""
         corpus = one_side(queries, "queries")
-        return component_tokens(tokenize_corpus(corpus, make_tokenizer(self.scorer.text, corpus), progress=False).queries, QUERY_LEVEL)
+        return component_tokens(tokenize_corpus(corpus, make_tokenizer(self.queries.text, corpus), progress=False).queries, QUERY_LEVEL)
 
     def ticket(self, ticket_id: str) -> dict | None:
         """A ticket of the knowledge base as indexed (its id and texts), or None when there is no such id."""
@@ -139,7 +148,7 @@ class Searcher:
         return found.row(0, named=True) if found.height else None
 
     def add(self, tickets: pl.DataFrame) -> int:
-        added = self.index.add(self.scorer, tickets)
+        added = self.index.add(self.queries.scorer, tickets)
         self.topic_labels = self.labels()    # coherence is measured on the whole knowledge base, as BM25's idf
         return added
 

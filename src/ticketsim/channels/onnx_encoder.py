@@ -1,0 +1,117 @@
+"""Channel S without torch: a bundle's sentence encoder exported once, at bundle time, to an ONNX graph beside its
+tokenizer.json, and run at query time by onnxruntime and the `tokenizers` library, with mean pooling and unit length in
+numpy. A query then imports neither torch nor sentence-transformers (seconds of a cold search).
+
+The graph is the Hugging Face transformer, float32, as channels/encoder_backends.py exports it for sentence.backend: onnx;
+the passages are channels/passages.py's, as on the torch path. Each passage runs alone (no padding: a query's three
+texts differ in length). An encoder is exported only when its vectors on sample texts equal the torch path's (within
+TOLERANCE): a sentence-transformers model with other modules (another pooling, a dense layer, prompts) gets no export,
+and its bundle searches through torch.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ticketsim.channels.passages import Pooling, pool, windows
+
+if TYPE_CHECKING:
+    from ticketsim.channels.sentence import SentenceEncoder
+    from ticketsim.config import SentenceConfig
+
+GRAPH, TOKENIZER, SETTINGS = "model.onnx", "tokenizer.json", "encoder.json"
+TOLERANCE = 1e-5     # largest difference of a vector component (unit vectors) from the torch path's, checked at export
+SAMPLES = ("pump getting hot", "The feed pump P-339 runs at 95 C since monday; bearing noise and vibration.\nsee log",
+           "error E9203 after restart " * 40)   # the last is cut into passages
+
+
+@dataclass(frozen=True, eq=False)
+class OnnxEncoder:
+    """An exported encoder, loaded: encode(texts) gives channel S's vector of each text, as sentence.encode_texts does."""
+
+    session: Any                 # onnxruntime.InferenceSession
+    words: Any                   # tokenizers.Tokenizer without special tokens: the passages' word boundaries
+    tokenizer: Any               # the same with the encoder's special tokens and length limit: its input
+    settings: dict               # passage_tokens, overlap, pooling, normalize, normalized (a Normalize module), dim, max_length
+    inputs: tuple[str, ...]      # the graph's inputs: input_ids, attention_mask and, for BERT, token_type_ids
+
+    @classmethod
+    def load(cls, folder: str | Path, threads: int = 1) -> OnnxEncoder:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        settings = json.loads((folder / SETTINGS).read_text())
+        words, tokenizer = Tokenizer.from_file(str(folder / TOKENIZER)), Tokenizer.from_file(str(folder / TOKENIZER))
+        words.no_truncation()
+        words.no_padding()
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(settings["max_length"])
+        options = onnxruntime.SessionOptions()
+        # One op at a time on `threads` threads, as torch: the served workers are the parallelism.
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        session = onnxruntime.InferenceSession(str(folder / GRAPH), options, providers=["CPUExecutionProvider"])
+        return cls(session, words, tokenizer, settings, tuple(i.name for i in session.get_inputs()))
+
+    @property
+    def dim(self) -> int:
+        return int(self.settings["dim"])
+
+    def passage_vector(self, passage: str) -> np.ndarray:
+        ids = np.asarray([self.tokenizer.encode(passage).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, {name: feeds[name] for name in self.inputs})[0][0]
+        vector = hidden.mean(0)     # mean pooling: every token is real, nothing is padded
+        if self.settings["normalized"]:
+            vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        return vector
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32; zeros for an empty text. A text repeated is encoded once."""
+        vectors, done = np.zeros((len(texts), self.dim), dtype=np.float32), {}
+        pooling: Pooling = self.settings["pooling"]
+        for i, text in enumerate(texts):
+            text = text.strip()
+            if not text:
+                continue
+            if text not in done:
+                found = self.words.encode(text, add_special_tokens=False)
+                parts = windows(text, found.offsets, found.word_ids, self.settings["passage_tokens"], self.settings["overlap"])
+                parts = parts[:1] if pooling == "first" else parts      # first: the other passages are never read
+                done[text] = pool(np.stack([self.passage_vector(p) for p in parts]), pooling, self.settings["normalize"])
+            vectors[i] = done[text]
+        return vectors
+
+
+def export_encoder(encoder: SentenceEncoder, cfg: SentenceConfig, folder: str | Path) -> str | None:
+    """Write the export of a loaded torch encoder (configured by `cfg`) to `folder`; None when written, else why not
+    (nothing is left behind then)."""
+    import shutil
+
+    from ticketsim.channels.encoder_backends import export_onnx
+    from ticketsim.channels.sentence import encode_texts
+
+    model, folder = encoder.model, Path(folder)
+    if encoder.backend != "torch":
+        return f"the encoder runs on {encoder.backend}, not torch"
+    names = [type(module).__name__ for module in model]
+    if names[:2] != ["Transformer", "Pooling"] or names[2:] not in ([], ["Normalize"]) or model[1].pooling_mode != "mean":
+        return f"its modules are {names} with {getattr(model[1], 'pooling_mode', '?')} pooling, not a transformer with mean pooling"
+    folder.mkdir(parents=True, exist_ok=True)
+    export_onnx(model, folder / GRAPH)
+    model.tokenizer.backend_tokenizer.save(str(folder / TOKENIZER))
+    settings = {"passage_tokens": encoder.passage_tokens, "overlap": cfg.overlap, "pooling": cfg.pooling,
+                "normalize": cfg.normalize, "normalized": names[2:] == ["Normalize"], "dim": encoder.dim,
+                "max_length": int(model.max_seq_length)}
+    (folder / SETTINGS).write_text(json.dumps(settings) + "\n")
+    expected = encode_texts(encoder, SAMPLES, cfg.pooling, cfg.overlap, cfg.normalize, threads=cfg.threads)
+    difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - expected).max())
+    if difference > TOLERANCE:
+        shutil.rmtree(folder)
+        return f"its exported vectors differ from torch's by {difference:.2g} (more than {TOLERANCE:g})"
+    return None

@@ -1,0 +1,143 @@
+"""A search's queries through a bundle: each query's tokens and folded vector, and what its reasons read (the reason
+model's topics, the calibrator). The one place that encodes a query for `ticketsim search`, the page and the served model.
+
+Two roads to the same vectors:
+- exported (no torch, sentence-transformers, gensim or scikit-learn): when the bundle holds a query export (QUERY, written
+  by `export_queries` at bundle time), channel S runs as ONNX (channels/onnx_encoder.py), the adapter A and the reason
+  topics as numpy arrays. Only bundles whose variant weighs nothing beyond S, A, L and R get one;
+- through the Scorer (torch), as the index encodes tickets: every other bundle (channels E, T, h, F, a sentence encoder
+  whose export would differ) and every bundle without an export, e.g. one written before it existed.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import polars as pl
+
+from ticketsim.bundle import CALIBRATOR, bundle_manifest
+from ticketsim.calibrate import Calibrator
+from ticketsim.channels.cache import component_strings
+from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
+from ticketsim.config import SentenceConfig, TextConfig, build
+from ticketsim.search.encode import Layout, encode_side, one_side
+from ticketsim.search.fold import fold
+from ticketsim.search.reasons import ReasonTopics
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+if TYPE_CHECKING:
+    from ticketsim.scorer import Scorer
+
+QUERY = "query"                     # the export's folder inside the bundle
+ENCODER, ADAPTER, TOPICS = "encoder", "adapter.npz", "topics.npz"
+EXPORTABLE = {"S", "A", "L", "R"}   # channels a query can compute without torch: S by ONNX, A a matrix, L and R no vectors
+
+
+class QueryEncoder(Protocol):
+    """What a search needs of its bundle: ScorerQueries or ExportedQueries."""
+
+    text: TextConfig
+    calibrator: Calibrator
+    topics: ReasonTopics
+    road: str                       # 'exported' or 'torch': said by the benchmarks and the docs' figures
+
+    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
+        """(the queries' tokens, their folded vectors (n, dim) float64)."""
+
+    @property
+    def scorer(self) -> Scorer:
+        """The whole model, for adding tickets (their every channel goes through it, as when the index was built)."""
+
+
+class ScorerQueries:
+    """Queries through the Scorer and torch, as the index encodes tickets."""
+
+    road = "torch"
+
+    def __init__(self, scorer: Scorer):
+        self.scorer, self.text, self.calibrator = scorer, scorer.text, scorer.calibrator
+        self.topics = ReasonTopics.of(scorer.topics)
+
+    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
+        return encode_side(self.scorer, layout, queries, "queries")
+
+
+class ExportedQueries:
+    """Queries through the bundle's export (QUERY): no torch."""
+
+    road = "exported"
+
+    def __init__(self, bundle: Path):
+        manifest = bundle_manifest(bundle)
+        folder = bundle / QUERY
+        self.bundle, self.text = bundle, build(TextConfig, manifest["text"], "manifest.text")
+        self.calibrator = Calibrator.load(bundle / CALIBRATOR)
+        self.scale = float(manifest["scales"].get("S", 1.0))
+        threads = build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence").threads
+        self.sentence = OnnxEncoder.load(folder / ENCODER, threads) if (folder / ENCODER).is_dir() else None
+        with np.load(folder / ADAPTER) as adapter:
+            self.adapter = {channel: adapter[channel] for channel in adapter.files}    # channel A: x -> x + x M
+        self.topics = ReasonTopics.load(folder / TOPICS)
+
+    @cached_property
+    def scorer(self) -> Scorer:
+        from ticketsim.scorer import Scorer
+
+        return Scorer.load(self.bundle)
+
+    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
+        corpus = one_side(queries, "queries")
+        tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False).queries
+        components = {block.query for block in layout.blocks}
+        s = {c: self.sentence.encode(component_strings(corpus.queries, c)) / self.scale for c in components}
+        vectors = {"S": s, **{channel: {c: x + x @ matrix for c, x in s.items()} for channel, matrix in self.adapter.items()}}
+        return tokens, fold(vectors, layout.blocks, "queries")
+
+
+def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEncoder:
+    """The bundle's exported road when it has one, else the Scorer's (`scorer`, when loaded already)."""
+    bundle = Path(bundle)
+    if (bundle / QUERY).is_dir():
+        return ExportedQueries(bundle)
+    from ticketsim.scorer import Scorer
+
+    return ScorerQueries(scorer or Scorer.load(bundle))
+
+
+def export_queries(bundle: str | Path) -> str | None:
+    """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
+    from ticketsim.channels.sentence import configured_encoder
+    from ticketsim.scorer import Scorer
+
+    bundle = Path(bundle)
+    folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"
+    shutil.rmtree(folder, ignore_errors=True)
+    scorer = Scorer.load(bundle)
+    beyond = sorted(scorer.variant.weighed - EXPORTABLE)
+    if beyond:
+        return f"its variant weighs {', '.join(beyond)}, which a query computes with torch"
+    if "S" in reads_of(scorer) and scorer.sentence.quantize != "none":
+        return f"its sentence encoder runs {scorer.sentence.quantize} weights (sentence.quantize), not an export's float32"
+    # Written aside, then renamed into the bundle: a query folder that exists is complete.
+    shutil.rmtree(scratch, ignore_errors=True)
+    if "S" in reads_of(scorer):
+        # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph)
+        why = export_encoder(configured_encoder(replace(scorer.sentence, backend="torch")), scorer.sentence, scratch / ENCODER)
+        if why:
+            shutil.rmtree(scratch, ignore_errors=True)
+            return f"its sentence encoder was not exported: {why}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    np.savez(scratch / ADAPTER, **{c: b.map.detach().numpy() for c, b in scorer.model.branches.items() if c == "A"})
+    ReasonTopics.of(scorer.topics).save(scratch / TOPICS)
+    scratch.rename(folder)
+    return None
+
+
+def reads_of(scorer: Scorer) -> set[str]:
+    from ticketsim.experiment import metric_of, reads
+
+    return reads(metric_of(scorer.variant))

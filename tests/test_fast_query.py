@@ -1,0 +1,100 @@
+"""A query without torch (issue 20): the bundle's sentence encoder exported to ONNX gives channel S's vectors of the
+torch path, the exported road's query vectors, top k and reasons equal the Scorer's, a one-query `ticketsim search`
+of such a bundle imports neither torch, sentence-transformers, NLTK's package, scikit-learn nor gensim, and a bundle
+that needs torch has no export and searches as before."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from search_bundle import make_bundle
+from tiny_encoder import tiny_encoder
+
+from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
+from ticketsim.channels.sentence import encode_texts, load_encoder
+from ticketsim.config import SentenceConfig
+from ticketsim.scorer import Scorer
+from ticketsim.search.index import build_index, model_hash
+from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, export_queries, query_encoder
+from ticketsim.search.searcher import Searcher
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HEAVY = ("torch", "sentence_transformers", "transformers", "nltk", "sklearn", "gensim", "pandas")
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_an_exported_encoder_gives_the_torch_paths_vectors(search_parts, tmp_path, pooling):
+    texts = [t for frame in (search_parts.corpus.tickets, search_parts.corpus.queries) for t in frame["description"]]
+    encoder = load_encoder(str(tiny_encoder(tmp_path / "tiny", texts)), max_tokens=16)
+    cfg = SentenceConfig(max_tokens=16, overlap=2, pooling=pooling)
+    assert export_encoder(encoder, cfg, tmp_path / "onnx") is None
+    sample = [*texts[:40], "", "  ", texts[0]]      # long descriptions read in several passages, empty texts, a repeat
+    expected = encode_texts(encoder, sample, cfg.pooling, cfg.overlap, cfg.normalize)
+    exported = OnnxEncoder.load(tmp_path / "onnx").encode(sample)
+    assert np.abs(exported - expected).max() < 1e-6
+    assert not exported[-2].any() and not exported[-3].any()
+
+
+@pytest.fixture(scope="module")
+def exported(search_parts, tmp_path_factory):
+    """(bundle, index folder, the torch road's searcher, the exported road's) of the registered configuration, A+L."""
+    root = tmp_path_factory.mktemp("fast")
+    bundle = make_bundle(root / "bundle", search_parts, "AL")
+    assert export_queries(bundle) is None and (bundle / QUERY).is_dir()
+    scorer = Scorer.load(bundle)
+    index = build_index(scorer, model_hash(bundle), search_parts.corpus.tickets)
+    index.save(root / "index")
+    return bundle, root / "index", Searcher(ScorerQueries(scorer), index, bundle), Searcher(ExportedQueries(bundle), index, bundle)
+
+
+@pytest.mark.slow
+def test_the_exported_road_answers_as_the_torch_road(exported, search_parts):
+    bundle, _, torch_road, fast = exported
+    assert isinstance(query_encoder(bundle), ExportedQueries)
+    queries = search_parts.corpus.queries
+    layout = fast.index.layout
+    (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), torch_road.queries.encode(queries, layout)
+    assert tokens.equals(expected_tokens)
+    assert np.abs(vectors - expected).max() < 1e-6 * np.abs(expected).max()     # float32 sums in another order
+    for a, b in zip(fast.search(queries, 10), torch_road.search(queries, 10)):
+        assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits], a.query_id
+        assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
+        assert [h.reasons for h in a.hits] == [h.reasons for h in b.hits]
+
+
+def cold_search(bundle: Path, index: Path) -> tuple[list, list[str]]:
+    """One `ticketsim search` in a new process: (its JSON answer, the heavy modules it imported)."""
+    script = ("import json, sys\nfrom ticketsim.cli import main\ncode = main(sys.argv[1:])\n"
+              f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))\nsys.exit(code)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script, "search", "--model", str(bundle), "--index", str(index), "--subject",
+                           "pump getting hot", "--description", "feed pump at 95 C since monday, bearing noise", "-k", "3",
+                           "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    answer, imported, _ = done.stdout.rsplit("\n", 2)
+    return json.loads(answer), json.loads(imported)
+
+
+@pytest.mark.slow
+def test_a_cold_search_of_an_exported_bundle_imports_no_torch(exported):
+    bundle, index, torch_road, _ = exported
+    answer, imported = cold_search(bundle, index)
+    assert imported == []
+    query = pl.DataFrame({"query_id": ["1"], "subject": ["pump getting hot"],
+                          "description": ["feed pump at 95 C since monday, bearing noise"]})
+    assert [h["ticket_id"] for h in answer[0]["hits"]] == [h.ticket_id for h in torch_road.search(query, 3)[0].hits]
+
+
+@pytest.mark.slow
+def test_a_bundle_that_needs_torch_gets_no_export_and_searches_through_the_scorer(search_parts, tmp_path):
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")     # h, E and T: the LSTM, word2vec and DocNADE
+    assert export_queries(bundle) == "its variant weighs E, T, h, which a query computes with torch"
+    assert not (bundle / QUERY).exists()
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(tmp_path / "index")
+    answer, imported = cold_search(bundle, tmp_path / "index")
+    assert "torch" in imported and len(answer[0]["hits"]) == 3
+    assert Searcher.load(bundle, tmp_path / "index").queries.road == "torch"
