@@ -2,6 +2,9 @@
 
 `repro_workspace` is what a user who clones the repo has (its tracked files, no outputs, no ../shared beside it) after
 `dvc repro` with small params: built once per session, read by every test of the real pipeline, never modified.
+
+A test marked `starts_early(start)` gets its long subprocess started when the session's tests are collected
+(`start(root)`, root a fresh folder beside the tests' tmp_path): stage processes use one core, and the suite the other meanwhile.
 """
 import os
 import shutil
@@ -22,6 +25,24 @@ def semeval_dir() -> Path:
     if not (SEMEVAL_DIR / "SemEval2016-Task3-CQA-QL-dev.xml").is_file():
         pytest.skip(f"SemEval-2016 Task 3 files not found in {SEMEVAL_DIR}")
     return SEMEVAL_DIR
+
+
+STARTED = pytest.StashKey[object]()     # what a starts_early test's start returned
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
+    for item in session.items:
+        marker = item.get_closest_marker("starts_early")
+        if marker is not None:
+            item.stash[STARTED] = marker.args[0](session.config._tmp_path_factory.mktemp("starts-early"))  # kept as tmp_path is
+
+
+@pytest.fixture
+def started(request):
+    """What the test's starts_early start returned at collection, or None (it runs the start itself then)."""
+    return request.node.stash.get(STARTED, None)
 
 
 def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subprocess.CompletedProcess:

@@ -4,6 +4,7 @@ searchable model of siamese.unlabelled; the stages that need labels skip it, eac
 The quick start of docs/helpdesk-data.md runs here as written, on a ServiceNow-shaped export of synthetic tickets
 placed where the command points, in a throwaway clone."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -100,12 +101,10 @@ def test_a_stage_that_needs_labels_writes_its_outputs_empty_and_says_it_skipped(
 
 
 # ------------------------------------------------------------------------------------------------ the quick start
-@pytest.mark.slow
-def test_the_tickets_only_quick_start_runs_as_written_to_a_registered_searchable_model(tmp_path):
-    shown = shown_commands()
-    assert all(command in shown and shown[command].startswith("docs/helpdesk-data.md") for command in QUICK_START)
-    assert all(COMMANDS[command].startswith(RUN_HERE.replace("test_docs_commands", "test_tickets_only")) for command in QUICK_START)
-    repo = clone(tmp_path / "repo")
+def start_quick_start(root: Path) -> tuple[Path, subprocess.Popen]:
+    """The quick start's first command, started in a clone under `root`: about two minutes of stage processes on one
+    core, so conftest starts it when the session's tests are collected and the rest of the suite uses the other."""
+    repo = clone(root / "repo")
     params = yaml.safe_load((repo / "params.yaml").read_text())
     unlabelled = {params["siamese"]["unlabelled"]: params["siamese"]["variants"][params["siamese"]["unlabelled"]]}
     params = small_params(params)
@@ -114,10 +113,19 @@ def test_the_tickets_only_quick_start_runs_as_written_to_a_registered_searchable
     servicenow_export(repo / "exports/mydesk", 60)
     for git in ("config user.email docs@test", "config user.name docs-test", "add -A", "commit -qm clone"):
         subprocess.run(["git", *git.split()], cwd=repo, check=True, capture_output=True)
+    return repo, subprocess.Popen(QUICK_START[0], shell=True, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
 
-    done = shell(QUICK_START[0], repo)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    said = done.stdout + done.stderr
+
+@pytest.mark.slow
+@pytest.mark.starts_early.with_args(start_quick_start)   # with_args: a lone callable would be marked itself
+def test_the_tickets_only_quick_start_runs_as_written_to_a_registered_searchable_model(started, tmp_path):
+    shown = shown_commands()
+    assert all(command in shown and shown[command].startswith("docs/helpdesk-data.md") for command in QUICK_START)
+    assert all(COMMANDS[command].startswith(RUN_HERE.replace("test_docs_commands", "test_tickets_only")) for command in QUICK_START)
+    repo, running = started or start_quick_start(tmp_path)
+    said = running.communicate(timeout=1800)[0]
+    assert running.returncode == 0, said[-6000:]
     assert "siamese@mydesk-A+L: skipped, datasets.mydesk has no labelled pairs (labels: false)" in said
     assert "tune@mydesk: datasets.mydesk has no labelled pairs: tuned/mydesk.yaml holds #Szs+L's weights" in said
     assert re.search(r"register@mydesk: ticketsim-siamese-mydesk version 1 .*no quality figures", said)
