@@ -66,8 +66,8 @@ def test_the_exported_road_answers_as_the_torch_road(exported, search_parts):
         assert [h.reasons for h in a.hits] == [h.reasons for h in b.hits]
 
 
-def cold_search(bundle: Path, index: Path) -> tuple[list, list[str]]:
-    """One `ticketsim search` in a new process: (its JSON answer, the heavy modules it imported)."""
+def cold_search(bundle: Path, index: Path) -> tuple[list, list[str], str]:
+    """One `ticketsim search` in a new process: (its JSON answer, the heavy modules it imported, what it said on stderr)."""
     script = ("import json, sys\nfrom ticketsim.cli import main\ncode = main(sys.argv[1:])\n"
               f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))\nsys.exit(code)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1"}
@@ -76,14 +76,14 @@ def cold_search(bundle: Path, index: Path) -> tuple[list, list[str]]:
                            "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     answer, imported, _ = done.stdout.rsplit("\n", 2)
-    return json.loads(answer), json.loads(imported)
+    return json.loads(answer), json.loads(imported), done.stderr
 
 
 @pytest.mark.slow
 def test_a_cold_search_of_an_exported_bundle_imports_no_torch(exported):
     bundle, index, torch_road, _ = exported
-    answer, imported = cold_search(bundle, index)
-    assert imported == []
+    answer, imported, said = cold_search(bundle, index)
+    assert imported == [] and "no query export" not in said
     query = pl.DataFrame({"query_id": ["1"], "subject": ["pump getting hot"],
                           "description": ["feed pump at 95 C since monday, bearing noise"]})
     assert [h["ticket_id"] for h in answer[0]["hits"]] == [h.ticket_id for h in torch_road.search(query, 3)[0].hits]
@@ -95,6 +95,7 @@ def test_a_bundle_that_needs_torch_gets_no_export_and_searches_through_the_score
     assert export_queries(bundle) == "its variant weighs E, T, h, which a query computes with torch"
     assert not (bundle / QUERY).exists()
     build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(tmp_path / "index")
-    answer, imported = cold_search(bundle, tmp_path / "index")
+    answer, imported, said = cold_search(bundle, tmp_path / "index")
     assert "torch" in imported and len(answer[0]["hits"]) == 3
+    assert "has no query export" in said and "encoded through torch" in said
     assert Searcher.load(bundle, tmp_path / "index").queries.road == "torch"

@@ -222,7 +222,11 @@ def search_command(args: argparse.Namespace) -> int:
         queries = read_records(args.queries, "search")
     else:
         queries = pl.DataFrame({"query_id": ["1"], "subject": [args.subject or ""], "description": [args.description or ""]})
-    answers = Searcher.load(args.model, args.index).search(queries, args.k)
+    searcher = Searcher.load(args.model, args.index)
+    if searcher.queries.road == "torch":    # seconds of imports: say why, so a slow answer has its reason
+        print(f"ticketsim search: {args.model} has no query export (its variant needs torch, or it was bundled before "
+              "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
+    answers = searcher.search(queries, args.k)
     print(json.dumps([a.as_dict() for a in answers], indent=2) if args.json else "\n\n".join(a.as_text() for a in answers))
     return OK
 
