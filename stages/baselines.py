@@ -21,7 +21,7 @@ def main() -> None:
         source_order = source_order_scores(pairs)
         if source_order is not None:
             results["source_order"] = evaluate_method(pairs, source_order, None, params.evaluation)
-        write_results(results, args.metrics, args.reports, args.plots, f"{stage.dataset}: baselines")
+        write_results(results, args.metrics, args.reports, args.plots, f"{stage.dataset}: baselines", "baselines")
         log_methods(results)   # one child run per method (bm25, source_order), the same keys in each
 
 

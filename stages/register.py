@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+from ticketsim.evaluate.report import NOT_METHODS
 from ticketsim.search.index import TicketIndex, model_hash
 from ticketsim.serving import log_bundle
 from ticketsim.stage import Stage
@@ -20,7 +21,7 @@ def main() -> None:
         # The version's run holds the variant's own figures (dev.rerank.map, ...): what the retraining gate compares.
         # Without labelled pairs it has none, so the gate cannot judge it: registered, never made champion by the gate.
         results = json.loads(Path(args.results).read_text())
-        figures = next((value for key, value in results.items() if key not in ("training", "unevaluated")), None)
+        figures = next((value for key, value in results.items() if key not in NOT_METHODS), None)
         if figures:
             log_metrics(figures)    # the model's one row ("#A+L-tuned")
         version = log_bundle(args.bundle, name, args.index)

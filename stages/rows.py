@@ -5,7 +5,7 @@ from pathlib import Path
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.baselines import channel_rows
-from ticketsim.evaluate.report import write_results
+from ticketsim.evaluate.report import block_of, write_results
 from ticketsim.stage import Stage
 from ticketsim.tracking import log_methods
 
@@ -23,7 +23,7 @@ def main() -> None:
                        tags={"channel": channel}, context="eval"):
             vectors = ChannelVectors.load(Path(args.channels) / f"{channel}.npz")
             results = channel_rows(pairs, vectors, spec.levels, spec.distances, params.evaluation)
-            write_results(results, *out, f"{stage.dataset}: channel {channel} rows")
+            write_results(results, *out, f"{stage.dataset}: channel {channel} rows", block_of(channel))
             log_methods(results)   # one child run per row, tagged method: the same keys in every row
 
 

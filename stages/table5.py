@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from ticketsim.evaluate.report import block_of, table5, write_results
+from ticketsim.evaluate.report import table5, write_results
 from ticketsim.stage import Arg, Stage
 from ticketsim.tracking import log_methods
 
@@ -16,10 +16,10 @@ def main() -> None:
     args = stage.args
     with stage.run(context="eval"):
         paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
-        results = table5([json.loads(p.read_text()) for p in paths])
-        write_results(results, args.metrics, args.reports, args.plots, f"{stage.dataset}: Table 5")
+        results, blocks = table5([json.loads(p.read_text()) for p in paths])
+        write_results(results, args.metrics, args.reports, args.plots, f"{stage.dataset}: Table 5", blocks)
         # one child run per method: compare them all, one column per figure; param `block` filters a block
-        log_methods(results, {method: {"block": block_of(method)} for method in results})
+        log_methods(results, {method: {"block": block} for method, block in blocks.items()})
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@ from ticketsim.tune import problem_from_files, run
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
-                       "base_model": Arg("rescore mode: the siamese stage's folder of siamese.final (else one is trained here)",
-                                         required=False),
                        "workers": Arg("processes running trials at once (default: tune.workers)", required=False, type=int),
                        "out": "YAML file of the tuned variant: channels, levels, hidden"})
 
@@ -15,7 +13,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     run(params, stage.dataset,
         lambda: problem_from_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
-        args.out, args.metrics, args.plots, args.workers, args.base_model)
+        args.out, args.metrics, args.plots, args.workers)
 
 
 if __name__ == "__main__":

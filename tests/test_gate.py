@@ -62,11 +62,11 @@ def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monk
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
-    metrics = tmp_path / "metrics" / "default" / "siamese" / "final.json"  # the final (tuned) stage's, as registered
+    metrics = tmp_path / "metrics" / "default" / "final.json"  # the final (tuned) stage's, as registered
     metrics.parent.mkdir(parents=True)
     final = load_params(REPO / "params.yaml").siamese.final
     metrics.write_text(json.dumps({f"#{final}-tuned": {"dev": {"rerank": {"map": 0.9}}}, "training": {"epochs": 3}}))
-    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/siamese/final.json\n")
+    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics/default/final.json\n")
     subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "champion metrics"], cwd=tmp_path, check=True)
     monkeypatch.chdir(tmp_path)

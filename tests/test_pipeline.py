@@ -40,7 +40,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
                for r in comparators)
     for model in models:   # the siamese metrics format: method -> split -> protocol, and the training record
         figures = json.loads((repro_workspace / f"metrics/default/comparators/{model}.json").read_text())
-        assert set(figures) == {title(model), "training"} and {"rerank", "retrieve"} <= set(figures[title(model)]["dev"])
+        assert set(figures) == {title(model), "training", "block"} and {"rerank", "retrieve"} <= set(figures[title(model)]["dev"])
+        assert figures["block"] == "comparators"
         assert {"best_dev_loss", "label_variance", "learns", "seconds", "parameters"} <= set(figures["training"])
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]

@@ -126,11 +126,11 @@ def test_the_tickets_only_quick_start_runs_as_written_to_a_registered_searchable
     repo, running = started or start_quick_start(tmp_path)
     said = running.communicate(timeout=1800)[0]
     assert running.returncode == 0, said[-6000:]
-    assert "siamese@mydesk-A+L: skipped, datasets.mydesk has no labelled pairs (labels: false)" in said
+    assert "siamese@mydesk: skipped, datasets.mydesk has no labelled pairs (labels: false)" in said
     assert "tune@mydesk: datasets.mydesk has no labelled pairs: tuned/mydesk.yaml holds #Szs+L's weights" in said
     assert re.search(r"register@mydesk: ticketsim-siamese-mydesk version 1 .*no quality figures", said)
     assert json.loads((repo / "models/mydesk/bundle/manifest.json").read_text())["variant"]["labels"] is False
-    assert json.loads((repo / "metrics/mydesk/siamese/final.json").read_text())["unevaluated"].startswith("datasets.mydesk")
+    assert json.loads((repo / "metrics/mydesk/final.json").read_text())["unevaluated"].startswith("datasets.mydesk")
 
     found = shell(QUICK_START[1].replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1), repo)
     assert found.returncode == 0, found.stdout + found.stderr

@@ -301,7 +301,7 @@ def tune_command(args: argparse.Namespace) -> int:
 
     params, data = load_params(args.params), Path(f"data/{args.dataset}")
     params.dataset(args.dataset)
-    base = Path(f"models/{args.dataset}/{params.siamese.final}")
+    base = Path(f"models/{args.dataset}/siamese/{params.siamese.final}")
     channels = [str(path) for path in sorted((data / "channels").glob("*.npz"))]
     result = run(params, args.dataset,
                  lambda: problem_from_files(params, str(data / "prepared"), str(data / "tokens"),

@@ -1,10 +1,13 @@
 """One comparator (ticketsim.model.comparators) on one dataset: its texts and word vectors, training with the one trainer,
-pair and pool scores, calibration on train, both evaluation protocols, and whether it learnt more than the mean."""
+pair and pool scores, calibration on train, both evaluation protocols, and whether it learnt more than the mean; and
+the comparators stage's job per model (compare_saved: its files, side by side with the others)."""
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from ticketsim.calibrate import Calibrator, fit_calibrator
 from ticketsim.config import ComparatorsConfig, EvaluationConfig
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
+from ticketsim.evaluate.report import BLOCK, reliability_plot
 from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method
 from ticketsim.experiment import fingerprint, predict_all
 from ticketsim.model.comparators import (
@@ -107,3 +111,47 @@ def compare(name: str, cfg: ComparatorsConfig, corpus: Corpus, tokens: Tokens, w
     mean = torch.full_like(dev, dev.mean().item())
     return Comparison(name, model, history, scores, calibrator, evaluate_method(pairs, scores, matrix, evaluation, calibrator),
                       dev.var(unbiased=False).item(), loss(mean, dev, None if groups is None else groups[dev_rows]).item())
+
+
+@dataclass(frozen=True, eq=False)
+class Comparators:
+    """What every comparator of one dataset reads, and where their files go (a worker's shared copy)."""
+
+    dataset: str
+    cfg: ComparatorsConfig
+    corpus: Corpus
+    tokens: Tokens
+    word2vec: str                   # the word2vec stage's vectors and the char_blstm stage's checkpoint: loaded by
+    char_blstm: str                 # the word-level models only
+    seed: int
+    evaluation: EvaluationConfig
+    out: Path                       # <out>/<model>/: checkpoint.pt, calibrator.json
+    plots: Path                     # <plots>/<model>/reliability_<model>.png
+
+
+@dataclass(frozen=True)
+class Compared:
+    results: dict                   # the model's metrics file: {title: split -> protocol -> measure, "training", BLOCK}
+    history: History
+
+
+def pretrained_vectors(word2vec: str, char_blstm: str, words: Sequence[str]) -> np.ndarray:
+    from ticketsim.channels.char_blstm import load_checkpoint
+    from ticketsim.channels.sumemb import word_vectors
+    from ticketsim.channels.word2vec import load_vectors
+
+    return word_vectors(list(words), load_vectors(word2vec), load_checkpoint(char_blstm))
+
+
+def compare_saved(shared: Comparators, name: str) -> Compared:
+    """compare() of model `name`, resuming its checkpoint; its calibrator and reliability plot written."""
+    started, out, method = time.perf_counter(), shared.out / name, title(name)
+    out.mkdir(parents=True, exist_ok=True)
+    done = compare(name, shared.cfg, shared.corpus, shared.tokens, partial(pretrained_vectors, shared.word2vec, shared.char_blstm),
+                   shared.seed, shared.evaluation, out / "checkpoint.pt")
+    done.calibrator.save(out / "calibrator.json")
+    held_out = (shared.corpus.pairs["split"] != "train").to_numpy()
+    reliability_plot(done.calibrator(done.scores[held_out]), shared.corpus.pairs["label"].to_numpy()[held_out],
+                     shared.plots / name / f"reliability_{name}.png", f"{shared.dataset} {method}: calibrated vs gold")
+    return Compared({method: done.results, "training": done.training(time.perf_counter() - started), BLOCK: "comparators"},
+                    done.history)

@@ -205,7 +205,8 @@ class SentenceConfig:
     pooling: Literal["first", "max", "mean"] = "first"
     normalize: bool = True
     batch_size: int = 32
-    threads: int = 1                              # torch threads, or the exported backend's intra-op threads
+    threads: int = 2                              # torch threads, or the exported backend's intra-op threads, of the
+                                                  # stages' encoding (a query is encoded on one)
     backend: Literal["torch", "onnx", "openvino"] = "torch"   # onnx: exported once into `cache` (pip install 'ticketsim[fast]')
     quantize: Literal["none", "int8"] = "none"    # int8: dynamic int8 weights (onnx only)
 
@@ -273,7 +274,8 @@ class SiameseParams:
     final: str = "A+L"           # the variant logged and registered as the MLflow model
     unlabelled: str = "Szs+L"    # the final variant of a dataset without labelled pairs (datasets.<name>.labels: false)
     registered_model: str = "ticketsim-siamese"
-    threads: int = 1             # torch threads: small matrices; a second thread on a busy 2-core box is far slower
+    threads: int = 1             # torch threads per row: small matrices; a second thread on a busy 2-core box is far slower
+    workers: int = 2             # rows trained side by side (processes) by the siamese stage
 
     def variant(self, name: str) -> VariantConfig:
         """A variant of siamese.variants or siamese.finetuned by name."""
@@ -304,8 +306,8 @@ class SiameseParams:
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """Stage finetune: the variants of siamese.finetuned (channel F) trained on these datasets; none by default, as an
-    epoch takes minutes on 2 cores (docs/model.md)."""
+    """The datasets whose siamese stage also trains the variants of siamese.finetuned (channel F); none by default, as
+    an epoch takes minutes on 2 cores (docs/model.md)."""
 
     datasets: tuple[str, ...] = ()
 
@@ -414,6 +416,7 @@ class ComparatorsConfig:
     margin: float = 1.0             # of the pairwise hinge
     train: TrainConfig = TrainConfig()
     threads: int = 1
+    workers: int = 2                # models trained side by side (processes)
     max_tokens: TextLengths = TextLengths()
     stopwords: bool = True          # drop punctuation, <num> and English stopwords from every text (as topics.vocabulary)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,6 +1,7 @@
 """One Siamese variant on one dataset: inputs from the caches, training with the one trainer, pool and pair scores."""
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from ticketsim.config import (
     BM25Config,
     EncoderConfig,
     MiningConfig,
+    Params,
     SentenceConfig,
     SiameseParams,
     TrainConfig,
@@ -22,7 +24,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.mining import Mined, as_mined_queries
+from ticketsim.mining import Mined, as_mined_queries, mine
 from ticketsim.model.branches import BRANCHES, STARTED, BranchStart
 from ticketsim.model.inputs import Encoded, encode_side, vocabulary_index
 from ticketsim.model.losses import Loss, loss_of
@@ -75,6 +77,59 @@ def mined_scale(vectors: ChannelVectors, mined: Mined, query: str) -> float:
 def scaled(vectors: ChannelVectors, scale: float) -> ChannelVectors:
     return ChannelVectors(vectors.channel, vectors.query_ids, vectors.ticket_ids,
                           {c: v / scale for c, v in vectors.queries.items()}, {c: v / scale for c, v in vectors.tickets.items()})
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """What training any variant on one dataset reads, built once by `prepare` (picklable: worker processes and tune's
+    trials get a copy)."""
+
+    pairs: pl.DataFrame                     # the labelled pairs the variants train and are evaluated on
+    tokens: Tokens
+    corpus: Corpus | None                   # the prepared texts: channel F reads them, mining needs them
+    channels: tuple[ChannelVectors, ...]    # the cached channels in channel order, each divided by its scale
+    scales: dict[str, float]                # channel -> the scale it was divided by
+    word_table: np.ndarray                  # rows for tokens.vocabulary() (build_inputs' words), char-BLSTM part last
+    char_dim: int
+    start: BranchStart | None               # where branches F and A start (None when no variant weighs them)
+    mined: Mined | None                     # the self-supervised pairs (variants with selfsup: true; no labels)
+    digest: str = ""                        # inputs_digest of tokens, word table and channels: in every checkpoint's meta
+
+
+def prepare(params: Params, tokens: Tokens, channels: Sequence[ChannelVectors], word_table: Callable[[list[str]], np.ndarray],
+            char_dim: int, variants: Sequence[VariantConfig], corpus: Corpus | None = None, pairs: pl.DataFrame | None = None,
+            labelled: bool = True) -> Prepared:
+    """Everything the `variants` need beside their own weights: each channel's scale (the train pairs' or, without
+    labels, the mined pairs'), their F and A branches' start (the encoder loaded once), the mined pairs, the word table
+    (`word_table(words)`: sumemb.word_vectors in the stages). `pairs`: the corpus's by default (tune passes train and dev)."""
+    pairs = corpus.pairs if pairs is None else pairs
+    sentence = next((v for v in channels if v.channel == "S"), None)
+    mined = None
+    if any(v.selfsup for v in variants) or not labelled:
+        if corpus is None:
+            raise ValueError("mining self-supervised pairs needs the prepared corpus")
+        mined = mine(corpus, tokens, params.siamese.selfsup, params.bm25, sentence, params.seed)
+    train = pairs.filter(pl.col("split") == "train")
+    scales = {v.channel: channel_scale(v, train) if labelled else mined_scale(v, mined, params.siamese.selfsup.query)
+              for v in channels}
+    start = branch_start(variants, params.siamese, params.sentence, sentence, scales.get("S"))
+    if mined is not None and mined.sentence is not None:   # the adapter reads the mined texts' S at S's scale
+        mined = replace(mined, sentence=scaled(mined.sentence, scales["S"]))
+    # In channel order, however the caches were listed: tune's study name hashes them.
+    channels = tuple(scaled(v, scales[v.channel]) for v in sorted(channels, key=lambda v: v.channel))
+    table = np.asarray(word_table(list(tokens.vocabulary()["token"])), dtype=np.float32)
+    return Prepared(pairs, tokens, corpus, channels, scales, table, char_dim, start, mined, inputs_digest(tokens, table, channels))
+
+
+def inputs_digest(tokens: Tokens, word_table: np.ndarray, channels: Iterable[ChannelVectors]) -> str:
+    """Changes when a token, a word vector or a cached channel's value changes (with `fingerprint` of the pairs: what
+    a checkpoint and a study name know of the data)."""
+    digest = hashlib.sha1()
+    for frame in (tokens.tickets, tokens.queries):
+        digest.update(str(frame.hash_rows(seed=0).sum()).encode())
+    for array in [word_table, *(a for v in channels for side in (v.queries, v.tickets) for a in side.values())]:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -255,10 +310,12 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
 
 def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, siamese: SiameseParams,
                 seed: int, mined: Mined | None = None, checkpoints: Path | None = None,
-                on_epoch: Callable[[str, int, float, float], None] | None = None, **overrides) -> dict[str, History]:
+                on_epoch: Callable[[str, int, float, float], None] | None = None, inputs_digest: str = "",
+                **overrides) -> dict[str, History]:
     """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true).
-    checkpoints: a folder for each phase's resumable checkpoint; on_epoch(phase, epoch, train loss, dev loss);
-    overrides: TrainConfig values over both phases' (e.g. epochs)."""
+    checkpoints: a folder for each phase's resumable checkpoint, resumed only for the same variant, model, training,
+    pairs, inputs (`inputs_digest`) and seed; on_epoch(phase, epoch, train loss, dev loss); overrides: TrainConfig
+    values over both phases' (e.g. epochs)."""
     histories = {}
     for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels)):
         if not wanted:
@@ -267,7 +324,8 @@ def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
         options = {"on_epoch": (lambda e, t, d, p=phase: on_epoch(p, e, t, d)) if on_epoch else None}
         if checkpoints is not None:
             options |= {"checkpoint": checkpoints / CHECKPOINTS[phase],
-                        "meta": {"variant": asdict(variant), "train": asdict(cfg), "data": fingerprint(pairs), "seed": seed}}
+                        "meta": {"variant": asdict(variant), "model": asdict(model.cfg), "train": asdict(cfg),
+                                 "data": fingerprint(pairs), "inputs": inputs_digest, "seed": seed}}
         if phase == "selfsup":
             if mined is None:
                 raise ValueError("a variant with selfsup: true needs the mined pairs (ticketsim.mining.mine)")

@@ -22,7 +22,7 @@ from ticketsim.registry import CHAMPION, ModelVersion, latest_version, model_ver
 from ticketsim.tracking import check_reachable, sanitize, tracking_uri
 
 GATE_TAG = "gate"
-BASELINE_FILE = "metrics/{dataset}/siamese/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
+BASELINE_FILE = "metrics/{dataset}/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
 
 
 class RetrainError(StepError):

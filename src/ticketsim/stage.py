@@ -108,8 +108,7 @@ class StageRun:
                 path.write_text(json.dumps({"skipped": reason}) + "\n")
             else:
                 path.mkdir(parents=True, exist_ok=True)
-        variant = getattr(self.args, "variant", None)
-        print(f"{self.stage.name}@{self.dataset}{f'-{variant}' if variant else ''}: skipped, {reason}")
+        print(f"{self.stage.name}@{self.dataset}: skipped, {reason}")
         sys.exit(0)
 
     @contextmanager

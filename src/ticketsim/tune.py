@@ -33,22 +33,21 @@ from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.experiment import (
     WEIGHTS,
     Inputs,
-    branch_start,
     build_inputs,
     build_model,
-    channel_scale,
     fingerprint,
     fit_variant,
+    inputs_digest,
     lexical_distances,
     load_model,
     metric_of,
     pair_predictor,
     predict_all,
+    prepare,
     reads,
-    scaled,
     side_channels,
 )
-from ticketsim.mining import Mined, mine
+from ticketsim.mining import Mined
 from ticketsim.model.branches import BranchStart
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig, similarity
@@ -91,22 +90,14 @@ def build_problem(params: Params, pairs: pl.DataFrame, tokens: Tokens, channels:
                   word_table: Callable[[list[str]], np.ndarray], char_dim: int, corpus: Corpus | None = None,
                   variants: Sequence[VariantConfig] = ()) -> Problem:
     """`word_table(words)` gives the input vectors of those words (sumemb.word_vectors in the stage); `variants`: those
-    the problem will train beside the final one (their F and A branches and mined pairs are prepared once here)."""
+    the problem will train beside the final one (experiment.prepare prepares their F and A branches and mined pairs once)."""
     pairs = search_pairs(pairs)
     asked = pairs["query_id"].unique().implode()
     tokens = Tokens(tokens.tickets, tokens.queries.filter(pl.col("query_id").is_in(asked)))
-    train = pairs.filter(pl.col("split") == "train")
-    sentence = next((v for v in channels if v.channel == "S"), None)
     variants = [params.siamese.variant(params.siamese.final), *variants]
-    scales = {v.channel: channel_scale(v, train) for v in channels}
-    start = branch_start(variants, params.siamese, params.sentence, sentence, scales.get("S"))
-    # In channel order, however the caches were listed: the study's name hashes them, and the stage and the CLI share it.
-    channels = tuple(scaled(v, scales[v.channel]) for v in sorted(channels, key=lambda v: v.channel))
-    mined = (mine(corpus, tokens, params.siamese.selfsup, params.bm25, next((v for v in channels if v.channel == "S"), None),
-                  params.seed) if corpus is not None and any(v.selfsup for v in variants) else None)
-    words = list(tokens.vocabulary()["token"])
-    return Problem(pairs, tokens, channels, np.asarray(word_table(words), dtype=np.float32), char_dim, params.siamese,
-                   variants[0], params.evaluation, params.seed, params.bm25, corpus=corpus, start=start, mined=mined)
+    data = prepare(params, tokens, channels, word_table, char_dim, variants, corpus, pairs)
+    return Problem(data.pairs, data.tokens, data.channels, data.word_table, char_dim, params.siamese, variants[0],
+                   params.evaluation, params.seed, params.bm25, corpus=corpus, start=data.start, mined=data.mined)
 
 
 def problem_from_files(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: list[str],
@@ -172,7 +163,7 @@ def with_rescore_cache(problem: Problem, cfg: TuneConfig, base_model: str | Path
         try:
             model = load_model(base_model, problem.final, problem.siamese.encoder, json.loads((base_model / "scales.json").read_text()))
         except ValueError as error:
-            raise ValueError(f"{error}; point --base-model at models/<dataset>/<siamese.final> or drop it to train one here") from None
+            raise ValueError(f"{error}; point it at models/<dataset>/siamese/<siamese.final> or drop it to train one here") from None
         words = tuple(json.loads((base_model / "words.json").read_text()))
         index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
         inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, problem.siamese.max_tokens,
@@ -269,10 +260,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Problem, base_model: str 
     digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.seed,
                                       "evaluation": asdict(problem.evaluation)}, sort_keys=True).encode())
     digest.update(fingerprint(problem.pairs).encode())
-    for frame in (problem.tokens.tickets, problem.tokens.queries):
-        digest.update(str(frame.hash_rows(seed=0).sum()).encode())
-    for array in [problem.word_table, *(a for v in problem.channels for side in (v.queries, v.tickets) for a in side.values())]:
-        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
     if cfg.mode == "rescore" and base_model is not None:
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"

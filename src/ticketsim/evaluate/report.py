@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +14,14 @@ from ticketsim.evaluate.measures import RELEVANT
 Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -> protocol -> measure -> value
 
 
-def markdown_table(results: Results, split: str) -> str:
+def markdown_table(results: Results, split: str, blocks: Mapping[str, str] | None = None) -> str:
     """One row per method, one column per protocol.measure, values in percent except MSE and correlations; a heading
-    row starts each block (block_of) when the table has more than one."""
+    row starts each block (`blocks`: method -> its block) when the table has more than one."""
     columns = sorted({(p, m) for by_split in results.values() for p, ms in by_split.get(split, {}).items() for m in ms},
                      key=lambda c: (c[0] != "rerank", c[0], c[1]))
     header = "| method | " + " | ".join(f"{p} {m}" for p, m in columns) + " |"
     lines = [header, "|" + " --- |" * (len(columns) + 1)]
-    blocks = [block_of(method) for method in results]
+    blocks = [(blocks or {}).get(method, "") for method in results]
     for i, (method, by_split) in enumerate(results.items()):
         if len(set(blocks)) > 1 and (i == 0 or blocks[i] != blocks[i - 1]):
             lines.append(f"| **{blocks[i]}** |" + " |" * len(columns))
@@ -62,13 +62,16 @@ def write_metrics(metrics: Mapping[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(metrics, indent=2) + "\n")
 
 
-def write_results(results: Results, metrics: str | Path, reports: str | Path, plots: str | Path, title: str) -> None:
-    """The metrics JSON (for `dvc metrics`), a Markdown table and a bar plot per evaluated split."""
+def write_results(results: Results, metrics: str | Path, reports: str | Path, plots: str | Path, title: str,
+                  blocks: str | Mapping[str, str]) -> None:
+    """The metrics JSON (for `dvc metrics`), a Markdown table and a bar plot per evaluated split. `blocks`: the results
+    table's block of every method (one name, which the metrics file records for table5) or of each (method -> block)."""
     reports, plots = Path(reports), Path(plots)
-    write_metrics(results, metrics)
+    write_metrics({**results, BLOCK: blocks} if isinstance(blocks, str) else results, metrics)
     reports.mkdir(parents=True, exist_ok=True)
+    by_method = dict.fromkeys(results, blocks) if isinstance(blocks, str) else blocks
     for split in sorted({s for by_split in results.values() for s in by_split}):
-        (reports / f"{split}.md").write_text(markdown_table(results, split))
+        (reports / f"{split}.md").write_text(markdown_table(results, split, by_method))
         bar_plot(results, split, plots / f"{split}.png", f"{title}, {split} split")
 
 
@@ -96,30 +99,31 @@ def reliability_plot(calibrated: np.ndarray, gold: np.ndarray, path: str | Path,
 
 
 BLOCKS = ("the paper", "baselines", "beyond the paper", "comparators")
-BASELINES = ("bm25", "source_order")
+BLOCK = "block"                     # the key of a results file that names its block (beside its methods and "training")
+NOT_METHODS = ("training", BLOCK, "unevaluated")   # the other keys of a results file
+PAPER_CHANNELS = frozenset("hET")   # the paper's own: the LSTM's h, SumEMB's E, DocNADE's T
 
 
-def block_of(method: str) -> str:
-    """The results table's block of a method, from its name: 'E#11 sub-sub l1' and '#22-tuned' are the paper's rows,
-    'S#14 ...' and named variants ('#22+S+L', '#best-tuned') go beyond it, names without '#' are comparator models."""
-    if method in BASELINES:
-        return "baselines"
-    if "#" not in method:
-        return "comparators"
-    row = method.split("#", 1)[1].split()[0].split("-")[0]
-    return "the paper" if row.isdigit() and not method.startswith("S#") else "beyond the paper"
+def block_of(channels: Iterable[str]) -> str:
+    """The results table's block of a row that weighs `channels`: the paper's when it weighs only the paper's."""
+    return "the paper" if set(channels) <= PAPER_CHANNELS else "beyond the paper"
 
 
-def table5(parts: list[Results]) -> Results:
-    """Every method's results in one table: the paper's Table 5 rows by row number '#n', then the baselines, the rows
-    beyond the paper and the comparators, each block in the order its parts list it."""
-    merged = {method: by_split for part in parts for method, by_split in part.items() if method != "training"}
+def table5(parts: list[dict]) -> tuple[Results, dict[str, str]]:
+    """Every method of the results files `parts` in one table, and each method's block (its file's BLOCK): the
+    paper's Table 5 rows by row number '#n', then the baselines, the rows beyond the paper and the comparators, each
+    block in the order its parts list it."""
+    if missing := [sorted(part)[:3] for part in parts if BLOCK not in part]:
+        raise ValueError(f"a results file names no {BLOCK!r} (methods {missing[0]}): write it with write_results or add it")
+    merged = {method: by_split for part in parts for method, by_split in part.items() if method not in NOT_METHODS}
+    blocks = {method: part[BLOCK] for part in parts for method in part if method not in NOT_METHODS}
 
     def order(method: str) -> tuple[int, int]:
         row = method.split("#", 1)[1].split()[0].split("-")[0] if "#" in method else ""
-        return BLOCKS.index(block_of(method)), int(row) if row.isdigit() else 1000
+        return BLOCKS.index(blocks[method]), int(row) if row.isdigit() else 1000
 
-    return {method: merged[method] for method in sorted(merged, key=order)}   # stable: equal keys keep their order
+    ordered = sorted(merged, key=order)   # stable: equal keys keep their order
+    return {method: merged[method] for method in ordered}, {method: blocks[method] for method in ordered}
 
 
 def semeval_predictions(scored: pl.DataFrame) -> str:

@@ -23,7 +23,7 @@ from ticketsim.bundle import CALIBRATOR, bundle_manifest
 from ticketsim.calibrate import Calibrator
 from ticketsim.channels.cache import component_strings
 from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
-from ticketsim.config import SentenceConfig, TextConfig, build
+from ticketsim.config import TextConfig, build
 from ticketsim.search.encode import Layout, encode_side, one_side
 from ticketsim.search.fold import fold
 from ticketsim.search.reasons import ReasonTopics
@@ -77,8 +77,9 @@ class ExportedQueries:
         self.bundle, self.text = bundle, build(TextConfig, manifest["text"], "manifest.text")
         self.calibrator = Calibrator.load(bundle / CALIBRATOR)
         self.scale = float(manifest["scales"].get("S", 1.0))
-        threads = build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence").threads
-        self.sentence = OnnxEncoder.load(folder / ENCODER, threads) if (folder / ENCODER).is_dir() else None
+        # One thread: a query is a few dozen word pieces, and the server's workers are the parallelism (sentence.threads
+        # is the stages' bulk encoding).
+        self.sentence = OnnxEncoder.load(folder / ENCODER) if (folder / ENCODER).is_dir() else None
         with np.load(folder / ADAPTER) as adapter:
             self.adapter = {channel: adapter[channel] for channel in adapter.files}    # channel A: x -> x + x M
         self.topics = ReasonTopics.load(folder / TOPICS)

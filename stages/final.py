@@ -1,0 +1,30 @@
+"""Stage final: the final model, siamese.final trained with the tune stage's weights (row "#<final>-tuned"), which
+the bundle stage bundles; on a dataset without labelled pairs siamese.unlabelled, on mined pairs, unevaluated."""
+from pathlib import Path
+
+from ticketsim.config import load_tuned
+from ticketsim.siamese_rows import Dataset, Row, log_row, read_prepared, train_row
+from ticketsim.stage import Arg, Stage
+from ticketsim.threads import torch_threads
+
+STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
+              options={"variant_file": "YAML of the tune stage: the weights and LSTM size to train",
+                       "channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
+                       "out": "folder for the trained model (weights, checkpoints), calibrator.json, scales.json, variant.json"})
+
+
+def main() -> None:
+    stage = STAGE.start()
+    params, args = stage.params, stage.args
+    labelled = stage.dataset_config.labels
+    name = f"{params.siamese.final}-tuned" if labelled else params.siamese.final_of(stage.dataset_config)  # nothing tuned
+    row = Row(name, load_tuned(args.variant_file), Path(args.out), Path(args.plots), final=True)
+    data = read_prepared(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
+                         labelled)
+    with torch_threads(params.siamese.threads):     # as the siamese stage's rows: the same row, the same figures
+        trained = train_row(Dataset(stage.dataset, params, data), row)
+    log_row(stage, row, trained, Path(args.metrics))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""A dataset's Siamese rows trained side by side: the same figures and weights as one after the other, a finished row
+resumed (only evaluated again) unless its inputs changed, and the results file naming its block."""
+import json
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.config import (
+    DatasetConfig,
+    Params,
+    SiameseParams,
+    SyntheticConfig,
+    TextConfig,
+    TrainConfig,
+    VariantConfig,
+)
+from ticketsim.data.synthetic import generate
+from ticketsim.evaluate.report import BLOCK, table5
+from ticketsim.experiment import prepare
+from ticketsim.side_by_side import side_by_side
+from ticketsim.siamese_rows import Dataset, Row, train_row
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),
+        "E+L": VariantConfig(channels={"h": 0.7, "E": 0.3, "L": 0.5}, levels={"sub-sub": 0.5, "desc-desc": 0.5}, learn=True)}
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    corpus = generate(SyntheticConfig(n_tickets=60, n_labeled_queries=30, pairs_per_query=3, n_enduser_queries=4), seed=0)
+    tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
+    rng = np.random.default_rng(2)
+    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
+    e = ChannelVectors("E", ids_q, ids_t, {c: rng.random((len(ids_q), 6)) for c in QUERY_COMPONENTS},
+                       {c: rng.random((len(ids_t), 6)) for c in TICKET_COMPONENTS})
+    params = Params(seed=0, datasets={"tiny": DatasetConfig("tiny", "synthetic", "unused")},
+                    siamese=SiameseParams(hidden=8, max_tokens=20, variants=ROWS, train=TrainConfig(epochs=3, batch_size=16)))
+    table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
+    return Dataset("tiny", params, prepare(params, tokens, [e], table, 4, list(ROWS.values()), corpus))
+
+
+def rows_in(folder) -> list[Row]:
+    return [Row(name, variant, folder / "models" / name, folder / "plots" / name) for name, variant in ROWS.items()]
+
+
+def without_seconds(results: dict) -> dict:
+    return {k: without_seconds(v) for k, v in results.items() if k != "seconds"} if isinstance(results, dict) else results
+
+
+@pytest.mark.slow
+def test_rows_trained_side_by_side_equal_rows_trained_one_after_the_other(dataset, tmp_path):
+    alone = {row.name: done for row, done in side_by_side(train_row, dataset, rows_in(tmp_path / "alone"), workers=1)}
+    both = {row.name: done for row, done in side_by_side(train_row, dataset, rows_in(tmp_path / "both"), workers=2)}
+    assert list(alone) == list(ROWS) and sorted(both) == sorted(ROWS)
+    for one, two in zip(rows_in(tmp_path / "alone"), rows_in(tmp_path / "both")):
+        assert without_seconds(alone[one.name].results) == without_seconds(both[two.name].results)
+        weights = [torch.load(row.out / "weights.pt", weights_only=True)["state_dict"] for row in (one, two)]
+        assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert alone["15"].results["#15"]["dev"]["rerank"]["map"] > 0
+
+
+def test_a_finished_row_is_only_evaluated_again_unless_its_inputs_changed(dataset, tmp_path):
+    row = rows_in(tmp_path)[0]
+    first = train_row(dataset, row)
+    checkpoint = row.out / "checkpoint.pt"
+    saved = checkpoint.stat().st_mtime_ns
+    again = train_row(dataset, row)
+    assert checkpoint.stat().st_mtime_ns == saved     # resumed after its last epoch: no epoch trained, nothing saved
+    assert without_seconds(again.results) == without_seconds(first.results)
+    other = Dataset(dataset.name, dataset.params, type(dataset.data)(**{**vars(dataset.data), "word_table": dataset.data.word_table * 2,
+                                                                        "digest": "other word vectors"}))
+    train_row(other, row)
+    assert checkpoint.stat().st_mtime_ns != saved     # other inputs: trained again from the start
+
+
+def test_each_row_names_its_results_block_and_table5_orders_by_it(dataset, tmp_path):
+    row = rows_in(tmp_path)[0]
+    paper = train_row(dataset, row).results
+    beyond = train_row(dataset, rows_in(tmp_path)[1]).results
+    assert (paper[BLOCK], beyond[BLOCK]) == ("the paper", "beyond the paper")     # L is not the paper's
+    bm25 = {"bm25": paper["#15"], BLOCK: "baselines"}
+    results, blocks = table5([json.loads(json.dumps(part)) for part in (beyond, bm25, paper)])
+    assert list(results) == ["#15", "bm25", "#E+L"] and blocks == {"#15": "the paper", "bm25": "baselines", "#E+L": "beyond the paper"}
+    with pytest.raises(ValueError, match="names no 'block'"):
+        table5([{"#15": paper["#15"]}])
+
+
+def test_a_failing_job_raises_its_error_after_the_others():
+    assert sorted(side_by_side(operator.add, 10, [1, 2, 3], workers=2)) == [(1, 11), (2, 12), (3, 13)]
+    with pytest.raises(TypeError):
+        list(side_by_side(operator.add, 10, [1, "two", 3], workers=2))
