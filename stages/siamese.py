@@ -8,7 +8,7 @@ is only evaluated again, so changing one variant's params retrains that row alon
 """
 from pathlib import Path
 
-from ticketsim.siamese_rows import Dataset, Row, log_row, read_prepared, train_row
+from ticketsim.siamese_rows import Dataset, log_row, read_prepared, rows_of, train_row
 from ticketsim.side_by_side import side_by_side
 from ticketsim.stage import Arg, Stage
 
@@ -22,9 +22,7 @@ def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
     cfg = params.siamese
-    names = [*cfg.variants, *(cfg.finetuned if stage.dataset in params.finetune.datasets else ())]
-    rows = sorted((Row(name, cfg.variant(name), Path(args.out) / name, Path(args.plots) / name) for name in names),
-                  key=lambda row: -row.cost)
+    rows = rows_of(params, stage.dataset, Path(args.out), Path(args.plots))
     data = read_prepared(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels,
                          [row.variant for row in rows])
     dataset = Dataset(stage.dataset, params, data)

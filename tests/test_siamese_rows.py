@@ -10,6 +10,7 @@ import torch
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.config import (
     DatasetConfig,
+    FinetuneConfig,
     Params,
     SiameseParams,
     SyntheticConfig,
@@ -20,8 +21,8 @@ from ticketsim.config import (
 from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.report import BLOCK, table5
 from ticketsim.experiment import prepare
+from ticketsim.siamese_rows import Dataset, Row, rows_of, train_row
 from ticketsim.side_by_side import side_by_side
-from ticketsim.siamese_rows import Dataset, Row, train_row
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),
@@ -92,3 +93,13 @@ def test_a_failing_job_raises_its_error_after_the_others():
     assert sorted(side_by_side(operator.add, 10, [1, 2, 3], workers=2)) == [(1, 11), (2, 12), (3, 13)]
     with pytest.raises(TypeError):
         list(side_by_side(operator.add, 10, [1, "two", 3], workers=2))
+
+
+def test_the_stage_trains_the_finetuned_rows_on_the_datasets_of_finetune_datasets_only_costliest_first(tmp_path):
+    finetuned = {"F": VariantConfig(channels={"F": 1.0}, levels={"sub+desc-sub+desc+sol": 1.0})}
+    params = Params(seed=0, datasets={name: DatasetConfig(name, "synthetic", "unused") for name in ("tiny", "other")},
+                    siamese=SiameseParams(variants={"A": VariantConfig(channels={"A": 1.0}, levels={"sub-sub": 1.0}), **ROWS},
+                                          finetuned=finetuned), finetune=FinetuneConfig(datasets=("tiny",)))
+    assert [row.name for row in rows_of(params, "tiny", tmp_path, tmp_path)] == ["F", "E+L", "15", "A"]
+    assert [row.name for row in rows_of(params, "other", tmp_path, tmp_path)] == ["E+L", "15", "A"]
+    assert rows_of(params, "tiny", tmp_path / "m", tmp_path / "p")[0].out == tmp_path / "m" / "F"

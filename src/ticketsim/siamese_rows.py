@@ -70,6 +70,14 @@ class Row:
         return 1000 * ("F" in weighed) + 100 * ("h" in weighed) + len(self.variant.levels)
 
 
+def rows_of(params: Params, dataset: str, out: Path, plots: Path) -> list[Row]:
+    """The siamese stage's rows of `dataset`: siamese.variants, and siamese.finetuned's when finetune.datasets names it;
+    the costliest first, so that two workers end together."""
+    cfg = params.siamese
+    names = [*cfg.variants, *(cfg.finetuned if dataset in params.finetune.datasets else ())]
+    return sorted((Row(name, cfg.variant(name), out / name, plots / name) for name in names), key=lambda row: -row.cost)
+
+
 @dataclass(frozen=True)
 class Trained:
     results: dict                   # the row's metrics file: method -> split -> protocol -> measure, "training", BLOCK
