@@ -172,6 +172,7 @@ class TopicsConfig:
     vocabulary: TopicVocabularyConfig = TopicVocabularyConfig()
     docnade: DocNADETrainConfig = DocNADETrainConfig()
     lda: LDAConfig = LDAConfig()
+    workers: int = 2                # M1 and M2 trained side by side (processes)
 
     def __post_init__(self) -> None:
         if not -1 <= self.coherence <= 1:

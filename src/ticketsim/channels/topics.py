@@ -35,6 +35,7 @@ from ticketsim.channels.docnade import (
 )
 from ticketsim.channels.lda import LDATopics, left_to_right_nll, train_lda, variational_nll
 from ticketsim.config import TopicsConfig
+from ticketsim.side_by_side import side_by_side
 from ticketsim.text.tokenize import Tokens
 
 MODELS = {"m1": "sub+desc", "m2": "sub+desc+sol"}  # model -> the ticket text it learns from
@@ -80,22 +81,25 @@ def heldout_mask(n_tickets: int, heldout: int, seed: int) -> np.ndarray:
 
 
 def fit_topic_models(tokens: Tokens, cfg: TopicsConfig, seed: int) -> dict[str, TopicModel]:
-    """M1 and M2: DocNADE and LDA on the training tickets' text of each (the held-out tickets excluded)."""
+    """M1 and M2 (fit_topic_model), side by side on cfg.workers processes: each is seeded alone, so the same models."""
+    fitted = dict(side_by_side(fit_topic_model, (tokens, cfg, seed), list(MODELS), cfg.workers, cfg.docnade.threads))
+    return {name: fitted[name] for name in MODELS}
+
+
+def fit_topic_model(shared: tuple[Tokens, TopicsConfig, int], name: str) -> TopicModel:
+    """Model `name` of MODELS: DocNADE and LDA on its text of the training tickets (the held-out tickets excluded)."""
+    tokens, cfg, seed = shared
     _, tickets = component_texts(tokens)
     training = ~heldout_mask(tokens.tickets.height, cfg.heldout, seed)
-    models = {}
-    for name, component in MODELS.items():
-        documents = [doc for doc, keep in zip(tickets[component], training) if keep]
-        vocabulary = build_vocabulary(documents, cfg.vocabulary)
-        encoded = [vocabulary.encode(doc) for doc in documents]
-        start = time.perf_counter()
-        docnade, history = train(encoded, DocNADEConfig(len(vocabulary.words), cfg.n_topics, cfg.docnade.activation), cfg.docnade,
-                                 seed, desc=f"docnade {name}")
-        middle = time.perf_counter()
-        lda = train_lda(encoded, len(vocabulary.words), cfg.n_topics, cfg.lda, seed)
-        seconds = {"docnade": middle - start, "lda": time.perf_counter() - middle}
-        models[name] = TopicModel(name, vocabulary, docnade, history, lda, seconds)
-    return models
+    documents = [doc for doc, keep in zip(tickets[MODELS[name]], training) if keep]
+    vocabulary = build_vocabulary(documents, cfg.vocabulary)
+    encoded = [vocabulary.encode(doc) for doc in documents]
+    start = time.perf_counter()
+    docnade, history = train(encoded, DocNADEConfig(len(vocabulary.words), cfg.n_topics, cfg.docnade.activation), cfg.docnade,
+                             seed, desc=f"docnade {name}")
+    middle = time.perf_counter()
+    lda = train_lda(encoded, len(vocabulary.words), cfg.n_topics, cfg.lda, seed)
+    return TopicModel(name, vocabulary, docnade, history, lda, {"docnade": middle - start, "lda": time.perf_counter() - middle})
 
 
 def perplexity_table(tokens: Tokens, models: dict[str, TopicModel], cfg: TopicsConfig, seed: int) -> dict:
