@@ -65,6 +65,9 @@ def small_params(params: dict) -> dict:
     params["tune"].update(n_trials=4, epochs=2)
     params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22", params["siamese"]["final"])}
     params["comparators"]["train"]["epochs"] = 1
+    # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
+    # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
+    params["topics"]["workers"] = params["comparators"]["workers"] = 1
     params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
     return params
 

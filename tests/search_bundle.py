@@ -65,7 +65,8 @@ def train_parts(root: Path, n_tickets: int = 80, seed: int = 3) -> Parts:
     chars, _ = train_char_blstm(word2vec.index_to_key, word2vec.vectors, CharBLSTMConfig(hidden=4, char_dim=8, epochs=1), seed,
                                 progress=False)
     topics = fit_topic_models(tokens, TopicsConfig(n_topics=6, heldout=5, vocabulary=TopicVocabularyConfig(min_documents=2),
-                                                   docnade=DocNADETrainConfig(epochs=2), lda=LDAConfig(passes=1, iterations=5)), seed)
+                                                   docnade=DocNADETrainConfig(epochs=2), lda=LDAConfig(passes=1, iterations=5),
+                                                   workers=1), seed)   # tiny: faster than starting a worker
     sources = {"word2vec": root / "word2vec.kv", "char_blstm": root / "char_blstm.pt", "docnade": root / "docnade"}
     save_vectors(word2vec, sources["word2vec"])
     save_checkpoint(chars, sources["char_blstm"])

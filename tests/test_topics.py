@@ -1,6 +1,7 @@
 """Channel T: DocNADE's NLL against a brute-force loop, training, seeding, LDA's likelihood estimate, the T cache."""
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -140,7 +141,10 @@ def test_lda_perplexity_on_the_synthetic_corpus_is_finite_and_uses_the_same_defi
 
 
 def test_topic_models_give_a_t_cache_that_round_trips(synthetic_tokens, tmp_path):
-    models = fit_topic_models(synthetic_tokens, TINY, seed=2)
+    models = fit_topic_models(synthetic_tokens, TINY, seed=2)      # M1 and M2 on two worker processes
+    alone = fit_topic_models(synthetic_tokens, replace(TINY, workers=1), seed=2)
+    assert all(np.array_equal(alone[m].docnade.W.detach(), models[m].docnade.W.detach()) and
+               np.array_equal(alone[m].lda.topic_word, models[m].lda.topic_word) for m in models)   # the same, side by side
     table = perplexity_table(synthetic_tokens, models, TINY, seed=2)
     assert set(table) == {"m1", "m2"} and all(np.isfinite(table["m1"]["docnade"][c]) for c in TICKET_COMPONENTS)
     vectors = topic_vectors(synthetic_tokens, models)
