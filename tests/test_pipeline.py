@@ -15,18 +15,18 @@ pytestmark = pytest.mark.slow   # the session's bare-clone `dvc repro` (minutes)
 def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspace):
     metrics = json.loads(run("dvc", "metrics", "show", "--json", cwd=repro_workspace).stdout)
     flat = json.dumps(metrics)
-    assert "metrics/default/baselines.json" in flat and "bm25" in flat
-    baselines = json.loads((repro_workspace / "metrics/default/baselines.json").read_text())
+    assert "metrics/default/rows/baselines.json" in flat and "bm25" in flat
+    baselines = json.loads((repro_workspace / "metrics/default/rows/baselines.json").read_text())
     assert 0 < baselines["bm25"]["dev"]["rerank"]["map"] <= 1
     assert set(baselines["bm25"]["test"]["retrieve"]) >= {"map@1", "mrr@5", "acc@10"}
-    assert (repro_workspace / "plots/default/baselines/dev.png").stat().st_size > 0
+    assert (repro_workspace / "plots/default/rows/baselines/dev.png").stat().st_size > 0
     again = run("dvc", "repro", cwd=repro_workspace).stdout   # only the raw-file check runs; nothing changed, nothing else
     assert [line for line in again.splitlines() if line.startswith("Running stage")] == ["Running stage 'sources@default':"]
 
     client = mlflow.MlflowClient(f"sqlite:///{repro_workspace / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ticketsim").experiment_id])
     stages = {r.data.tags.get("stage") for r in runs if r.info.status == "FINISHED"}
-    assert {"prepare", "tokenize", "baselines", "siamese", "tune", "final", "table5", "index", "register"} <= stages
+    assert {"prepare", "embedding", "topics", "baselines", "rows_E", "siamese", "tune", "final", "table5", "index", "register"} <= stages
     # one key per figure in every run of a stage: the variant or method is a tag, so the compare view has one column
     siamese = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'siamese' and tags.dataset = 'default'")
     final = yaml.safe_load((repro_workspace / "params.yaml").read_text())["siamese"]["final"]

@@ -21,7 +21,7 @@ from ticketsim.channels.docnade import (
     train,
 )
 from ticketsim.channels.lda import LDATopics, left_to_right_nll, train_lda, variational_nll
-from ticketsim.channels.topics import fit_topic_models, load_topic_models, model_of, perplexity_table, topic_vectors
+from ticketsim.channels.topics import fit_topic_models, heldout_perplexity, load_topic_models, model_of, topic_vectors
 from ticketsim.config import DocNADETrainConfig, LDAConfig, SyntheticConfig, TextConfig, TopicsConfig, TopicVocabularyConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
@@ -145,8 +145,9 @@ def test_topic_models_give_a_t_cache_that_round_trips(synthetic_tokens, tmp_path
     alone = fit_topic_models(synthetic_tokens, replace(TINY, workers=1), seed=2)
     assert all(np.array_equal(alone[m].docnade.W.detach(), models[m].docnade.W.detach()) and
                np.array_equal(alone[m].lda.topic_word, models[m].lda.topic_word) for m in models)   # the same, side by side
-    table = perplexity_table(synthetic_tokens, models, TINY, seed=2)
-    assert set(table) == {"m1", "m2"} and all(np.isfinite(table["m1"]["docnade"][c]) for c in TICKET_COMPONENTS)
+    assert alone["m2"].perplexity == models["m2"].perplexity      # measured in each worker, as in one process
+    assert all(np.isfinite(models["m1"].perplexity[kind][c]) for kind in ("docnade", "lda", "lda_bound") for c in TICKET_COMPONENTS)
+    assert heldout_perplexity(synthetic_tokens, models["m1"], TINY, seed=2) == models["m1"].perplexity
     vectors = topic_vectors(synthetic_tokens, models)
     assert set(vectors.queries) == set(QUERY_COMPONENTS) and set(vectors.tickets) == set(TICKET_COMPONENTS)
     assert vectors.dim == TINY.n_topics and vectors.tickets["sol"].shape == (synthetic_tokens.tickets.height, TINY.n_topics)

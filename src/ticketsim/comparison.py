@@ -121,7 +121,7 @@ class Comparators:
     cfg: ComparatorsConfig
     corpus: Corpus
     tokens: Tokens
-    word2vec: str                   # the word2vec stage's vectors and the char_blstm stage's checkpoint: loaded by
+    word2vec: str                   # the embedding stage's word vectors and char-BLSTM checkpoint: loaded by
     char_blstm: str                 # the word-level models only
     seed: int
     evaluation: EvaluationConfig

@@ -23,10 +23,10 @@ from ticketsim.config import ConfigError, DatasetConfig, Params, load_params
 # The files of the pipeline that several stages read or write, by the option that names them.
 PIPELINE_FILES = {
     "corpus": "the prepare stage's folder (tickets, queries, pairs)",
-    "tokens": "the tokenize stage's folder",
-    "word2vec": "the word2vec stage's vectors (.kv)",
-    "char_blstm": "the char_blstm stage's checkpoint (.pt)",
-    "docnade": "the docnade stage's folder (M1, M2, LDA)",
+    "tokens": "the prepare stage's tokens folder",
+    "word2vec": "the embedding stage's word vectors (.kv)",
+    "char_blstm": "the embedding stage's character BiLSTM (.pt)",
+    "docnade": "the topics stage's models (M1, M2, LDA)",
     "bundle": "the bundle stage's folder",
     "metrics": "the stage's figures as JSON (dvc metrics show; logged to the run)",
     "reports": "folder for the stage's Markdown reports",

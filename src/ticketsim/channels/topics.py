@@ -11,9 +11,8 @@ then score at chance level (retrieve Acc@10 0% on the default data, 2% on SemEva
 """
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +49,8 @@ def model_of(component: str, space: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class TopicModel:
-    """One of M1, M2: its vocabulary, DocNADE, and the LDA trained on the same documents."""
+    """One of M1, M2: its vocabulary, DocNADE, the LDA trained on the same documents and, once trained, its row of the
+    perplexity table (held-out tickets)."""
 
     name: str
     vocabulary: Vocabulary
@@ -58,6 +58,7 @@ class TopicModel:
     history: list[dict]
     lda: LDATopics
     seconds: dict[str, float]
+    perplexity: dict = field(default_factory=dict)
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
@@ -87,7 +88,8 @@ def fit_topic_models(tokens: Tokens, cfg: TopicsConfig, seed: int) -> dict[str, 
 
 
 def fit_topic_model(shared: tuple[Tokens, TopicsConfig, int], name: str) -> TopicModel:
-    """Model `name` of MODELS: DocNADE and LDA on its text of the training tickets (the held-out tickets excluded)."""
+    """Model `name` of MODELS: DocNADE and LDA on its text of the training tickets (the held-out tickets excluded), with
+    its perplexity row measured in the same job (it costs as much as the LDA: side by side too)."""
     tokens, cfg, seed = shared
     _, tickets = component_texts(tokens)
     training = ~heldout_mask(tokens.tickets.height, cfg.heldout, seed)
@@ -99,32 +101,28 @@ def fit_topic_model(shared: tuple[Tokens, TopicsConfig, int], name: str) -> Topi
                              seed, desc=f"docnade {name}")
     middle = time.perf_counter()
     lda = train_lda(encoded, len(vocabulary.words), cfg.n_topics, cfg.lda, seed)
-    return TopicModel(name, vocabulary, docnade, history, lda, {"docnade": middle - start, "lda": time.perf_counter() - middle})
+    model = TopicModel(name, vocabulary, docnade, history, lda, {"docnade": middle - start, "lda": time.perf_counter() - middle})
+    return replace(model, perplexity=heldout_perplexity(tokens, model, cfg, seed))
 
 
-def perplexity_table(tokens: Tokens, models: dict[str, TopicModel], cfg: TopicsConfig, seed: int) -> dict:
-    """model -> {docnade, lda, lda_bound} -> component -> perplexity on the held-out tickets; plus vocabulary and epochs.
-
-    Adds each model's evaluation time to its `seconds`.
-    """
+def heldout_perplexity(tokens: Tokens, model: TopicModel, cfg: TopicsConfig, seed: int) -> dict:
+    """The model's row of the perplexity table: {docnade, lda, lda_bound} -> component -> perplexity on the held-out
+    tickets, its vocabulary and best epoch. Adds the time it took to the model's `seconds`."""
     _, tickets = component_texts(tokens)
     heldout = heldout_mask(tokens.tickets.height, cfg.heldout, seed)
-    table = {}
-    for name, model in models.items():
-        start, scores = time.perf_counter(), {"docnade": {}, "lda": {}, "lda_bound": {}}
-        for component in COMPONENTS:
-            documents = [model.vocabulary.encode(doc) for doc, held in zip(tickets[component], heldout) if held]
-            lengths = np.array([len(doc) for doc in documents])
-            nll = {"docnade": document_nll(model.docnade, documents),
-                   "lda": left_to_right_nll(model.lda, documents, cfg.lda.particles, seed, cfg.lda.moves),
-                   "lda_bound": variational_nll(model.lda, documents)}
-            for kind, values in nll.items():
-                scores[kind][component] = document_perplexity(values, lengths)
-        model.seconds["perplexity"] = time.perf_counter() - start
-        best_epoch = min(model.history, key=lambda h: h["validation_perplexity"])["epoch"]
-        table[name] = {**{k: {c: round(v, 3) for c, v in s.items()} for k, s in scores.items()},
-                       "vocabulary": len(model.vocabulary.words), "epochs": best_epoch}
-    return table
+    start, scores = time.perf_counter(), {"docnade": {}, "lda": {}, "lda_bound": {}}
+    for component in COMPONENTS:
+        documents = [model.vocabulary.encode(doc) for doc, held in zip(tickets[component], heldout) if held]
+        lengths = np.array([len(doc) for doc in documents])
+        nll = {"docnade": document_nll(model.docnade, documents),
+               "lda": left_to_right_nll(model.lda, documents, cfg.lda.particles, seed, cfg.lda.moves),
+               "lda_bound": variational_nll(model.lda, documents)}
+        for kind, values in nll.items():
+            scores[kind][component] = document_perplexity(values, lengths)
+    model.seconds["perplexity"] = time.perf_counter() - start
+    best_epoch = min(model.history, key=lambda h: h["validation_perplexity"])["epoch"]
+    return {**{k: {c: round(v, 3) for c, v in s.items()} for k, s in scores.items()},
+            "vocabulary": len(model.vocabulary.words), "epochs": best_epoch}
 
 
 def perplexity_markdown(table: dict, models: dict[str, TopicModel], title: str, heldout: int) -> str:
@@ -148,14 +146,6 @@ def perplexity_markdown(table: dict, models: dict[str, TopicModel], title: str, 
         lines.append(f"| {n.upper()} | {MODELS[n].upper()} | {table[n]['vocabulary']} | {table[n]['epochs']} / {len(models[n].history)} "
                      f"| {s['docnade']:.1f} | {s['lda']:.1f} | {s['perplexity']:.1f} |")
     return "\n".join(lines) + "\n"
-
-
-def write_perplexity(table: dict, markdown: str, metrics: str | Path, reports: str | Path) -> None:
-    metrics, reports = Path(metrics), Path(reports)
-    metrics.parent.mkdir(parents=True, exist_ok=True)
-    metrics.write_text(json.dumps(table, indent=2) + "\n")
-    reports.mkdir(parents=True, exist_ok=True)
-    (reports / "perplexity.md").write_text(markdown)
 
 
 def topic_vectors(tokens: Tokens, models: dict[str, TopicModel], space: str = "m2") -> ChannelVectors:

@@ -31,7 +31,7 @@ def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> Sco
     The matrix holds -d, which orders and calibrates exactly as g does but does not underflow to 0
     when long texts are far apart.
     """
-    import torch  # BM25 alone (the baselines stage) needs neither torch nor the metric
+    import torch  # BM25 alone (the rows stage's baselines) needs neither torch nor the metric
 
     from ticketsim.model.metric import MetricConfig, distance
 
