@@ -5,10 +5,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ticketsim.channels.char_blstm import load_checkpoint, save_checkpoint, train_char_blstm
+from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
 from ticketsim.channels.projection import fault_types, projection_plot
 from ticketsim.channels.sumemb import spelling_neighbours, sumemb_vectors
-from ticketsim.channels.word2vec import corpus_sentences, load_pretrained, load_vectors, neighbours, save_vectors, train_word2vec
+from ticketsim.channels.word2vec import corpus_sentences, load_pretrained, neighbours, save_vectors, train_word2vec
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 from ticketsim.tracking import log_dict, log_metrics
@@ -41,7 +41,6 @@ def main() -> None:
                                  "seconds": round(time.perf_counter() - started, 1)}
 
         started = time.perf_counter()
-        word2vec, chars = load_vectors(args.word2vec), load_checkpoint(args.char_blstm)   # E from what later stages read
         vectors, report = sumemb_vectors(tokens, word2vec, chars)
         vectors.save(args.out)
         figures["sumemb"] = {**asdict(report), "seconds": round(time.perf_counter() - started, 1)}

@@ -7,7 +7,6 @@ from ticketsim.channels.topics import (
     coherence_summary,
     coherence_table,
     fit_topic_models,
-    load_topic_models,
     perplexity_markdown,
     topic_vectors,
     topic_words_markdown,
@@ -27,24 +26,24 @@ def main() -> None:
     cfg = params.topics
     with stage.run({"seed": params.seed, "topics": cfg}):
         tokens = Tokens.read(args.tokens)
-        fitted = fit_topic_models(tokens, cfg, params.seed)
-        for model in fitted.values():
+        models = fit_topic_models(tokens, cfg, params.seed)
+        for model in models.values():
             model.save(args.models)
             for record in model.history:
                 log_metrics({k: v for k, v in record.items() if k != "epoch"}, prefix=model.name, step=record["epoch"])
-        log_metrics({name: model.seconds for name, model in fitted.items()}, prefix="seconds")
-        perplexity = {name: model.perplexity for name, model in fitted.items()}
-        models = load_topic_models(args.models)   # T from the saved models, as the bundle reads them
+        log_metrics({name: model.seconds for name, model in models.items()}, prefix="seconds")
+        perplexity = {name: model.perplexity for name, model in models.items()}
         topic_vectors(tokens, models, cfg.space).save(args.out)
         coherence = coherence_table(tokens, models, cfg.top_words)
         reports = Path(args.reports)
         reports.mkdir(parents=True, exist_ok=True)
-        (reports / "perplexity.md").write_text(perplexity_markdown(perplexity, fitted, stage.dataset, cfg.heldout))
+        (reports / "perplexity.md").write_text(perplexity_markdown(perplexity, models, stage.dataset, cfg.heldout))
         (reports / "topic_words.md").write_text(topic_words_markdown(models, cfg.top_words, stage.dataset, coherence, cfg.coherence))
         summary = coherence_summary(coherence, cfg.coherence)
         stage.metrics({"perplexity": perplexity, "coherence": summary},
                       logged={"perplexity": perplexity,
                               "coherence": {name: kinds for name, kinds in summary.items() if isinstance(kinds, dict)}})
+
 
 if __name__ == "__main__":
     main()
