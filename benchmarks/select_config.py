@@ -10,6 +10,9 @@ next one early-stops, the rest train), and a model trained on train and early-st
 --baselines adds BM25, channel S's zero-shot row #14 (cosine) and, where the source ships one, its candidate order:
 untrained, scored on the same queries and folds. Paired tests: every configuration against the first, and with
 --baselines every trained one against each baseline, on each query's CV AP averaged over the seeds.
+
+Seeds run side by side (one process per core, each with its --seeds and --out) make one report:
+  python benchmarks/select_config.py --merge cv_13.json cv_1.json cv_2.json --out cv.json
 """
 import argparse
 import json
@@ -59,6 +62,8 @@ def dev_run(problem: Problem, scores: np.ndarray) -> pl.DataFrame:
 def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm) -> dict:
     """Cross-validated for the first cv_seeds seeds, trained on train and early-stopped on dev for every seed."""
     variant, started = problem.siamese.variant(name), time.perf_counter()
+    if not variant.labels:
+        return label_free(problem, variant, folds, seeds, cv_seeds, epochs, bar, started)
     cv_runs, dev_runs = [], []
     for seed in seeds[:cv_seeds]:
         bar.set_postfix(configuration=name, seed=seed)
@@ -69,6 +74,20 @@ def trained(problem: Problem, name: str, folds: int, seeds: list[int], cv_seeds:
         _, _, scores = train_variant(replace(problem, seed=seed), variant, problem.siamese.hidden, epochs)
         dev_runs.append(dev_run(problem, scores))
         bar.update(1)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
+
+
+def label_free(problem: Problem, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
+               started: float) -> dict:
+    """A configuration that learns from no label (labels: false): its k models of a seed's cross-validation would be
+    the same model, so one per seed scores every query, each counted in the fold that seed draws for it."""
+    cv_runs, dev_runs = [], []
+    for i, seed in enumerate(seeds):
+        _, _, scores = train_variant(replace(problem, seed=seed), variant, problem.siamese.hidden, epochs)
+        dev_runs.append(dev_run(problem, scores))
+        if i < cv_seeds:
+            cv_runs.append(with_folds(per_query(problem.pairs, scores, problem.evaluation.depth), folds, seed))
+        bar.update(1 + folds * (i < cv_seeds))
     return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
 
 
@@ -97,6 +116,37 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
     return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
 
 
+def merged(reports: list[dict], resamples: int) -> dict:
+    """One report of several runs of the same configurations on the same data with different seeds: figures over
+    every fold and seed, each query's CV AP averaged over all the seeds, the paired tests again."""
+    first, names = reports[0], list(reports[0]["configurations"])
+    for report in reports[1:]:
+        if (report["dataset"], report["queries"], report["folds"], list(report["configurations"])) != \
+                (first["dataset"], first["queries"], first["folds"], names):
+            raise SystemExit("--merge: the reports differ in dataset, queries, folds or configurations")
+    seeds = [seed for report in reports for seed in report["cv_seeds"]]
+    if len(set(seeds)) < len(seeds):
+        raise SystemExit(f"--merge: a seed is in more than one report (CV seeds {seeds})")
+
+    def values(name: str, key: str) -> list[float]:
+        return [v for report in reports if report["configurations"][name][key] for v in report["configurations"][name][key]["values"]]
+
+    def query_ap(name: str) -> dict:
+        weighed = [r["configurations"][name]["query_ap"] for r in reports if r["cv_seeds"]]
+        counts = [len(r["cv_seeds"]) for r in reports if r["cv_seeds"]]   # a report's APs are already a mean over its seeds
+        return {q: None if any(ap[q] is None for ap in weighed) else
+                float(np.average([ap[q] for ap in weighed], weights=counts)) for q in weighed[0]}
+
+    configurations = {name: {"kind": first["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
+                             "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name),
+                             "seconds": sum(r["configurations"][name]["seconds"] for r in reports)} for name in names}
+    trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
+    baselines = [n for n in names if n not in trained_names]
+    return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": [s for r in reports for s in r["seeds"]],
+            "cv_seeds": seeds, "configurations": configurations, "tests": tests(configurations, trained_names, baselines, resamples),
+            "seconds": sum(r["seconds"] for r in reports)}
+
+
 def markdown(report: dict) -> str:
     pct = lambda figure: "–" if figure is None else f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
     seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
@@ -119,8 +169,8 @@ def markdown(report: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
-    parser.add_argument("--dataset", required=True, help="a key of `datasets` in the workspace's params.yaml")
-    parser.add_argument("--variants", nargs="+", required=True,
+    parser.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
+    parser.add_argument("--variants", nargs="+",
                         help="names in siamese.variants or siamese.finetuned; the first is the reference")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
@@ -130,7 +180,14 @@ def main() -> None:
     parser.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
+                        help="no training: one report of these --out reports of other seeds (same data and configurations)")
     args = parser.parse_args()
+    if args.merge:
+        write(merged([json.loads(path.read_text()) for path in args.merge], args.resamples), args.out)
+        return
+    if not args.dataset or not args.variants:
+        parser.error("--dataset and --variants are required (or --merge)")
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
@@ -165,11 +222,15 @@ def main() -> None:
               "compared": len(args.variants), "configurations": results,
               "tests": tests(results, args.variants, list(baselines), args.resamples) if cv_seeds else []}
     report["seconds"] = round(time.perf_counter() - started, 1)
+    write(report, args.out)
+
+
+def write(report: dict, out: Path | None) -> None:
     print(markdown(report))
     print(f"\n{report['seconds']:.0f} s")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
