@@ -135,7 +135,8 @@ def train_row(dataset: Dataset, row: Row) -> Trained:
               for phase, h in histories.items()}
     training = {**phases.pop("labels", {}), **phases, "seconds": round(time.perf_counter() - started, 1)}
     if row.variant.learn:   # the W and V it ended with
-        learned = model.metric(metric)
+        with torch.no_grad():
+            learned = model.metric(metric)
         training["weights"] = {"channels": {c: round(float(w), 4) for c, w in learned.channels.items()},
                                "levels": {k: round(float(w), 4) for k, w in learned.levels.items()}}
     return Trained({**results, "training": training, BLOCK: block_of(row.variant.weighed)}, histories)
