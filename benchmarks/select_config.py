@@ -132,10 +132,10 @@ def merged(reports: list[dict], resamples: int) -> dict:
         return [v for report in reports if report["configurations"][name][key] for v in report["configurations"][name][key]["values"]]
 
     def query_ap(name: str) -> dict:
-        weighed = [r["configurations"][name]["query_ap"] for r in reports if r["cv_seeds"]]
+        runs = [r["configurations"][name]["query_ap"] for r in reports if r["cv_seeds"]]
         counts = [len(r["cv_seeds"]) for r in reports if r["cv_seeds"]]   # a report's APs are already a mean over its seeds
-        return {q: None if any(ap[q] is None for ap in weighed) else
-                float(np.average([ap[q] for ap in weighed], weights=counts)) for q in weighed[0]}
+        return {q: None if any(ap[q] is None for ap in runs) else
+                float(np.average([ap[q] for ap in runs], weights=counts)) for q in (runs[0] if runs else {})}
 
     configurations = {name: {"kind": first["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
                              "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name),
@@ -143,7 +143,8 @@ def merged(reports: list[dict], resamples: int) -> dict:
     trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
     baselines = [n for n in names if n not in trained_names]
     return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": [s for r in reports for s in r["seeds"]],
-            "cv_seeds": seeds, "configurations": configurations, "tests": tests(configurations, trained_names, baselines, resamples),
+            "cv_seeds": seeds, "configurations": configurations,
+            "tests": tests(configurations, trained_names, baselines, resamples) if seeds else [],
             "seconds": sum(r["seconds"] for r in reports)}
 
 
