@@ -116,14 +116,30 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
     return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
 
 
-def merged(reports: list[dict], resamples: int) -> dict:
+REPORT_KEYS = ("dataset", "command", "queries", "folds", "seeds", "cv_seeds", "configurations", "seconds")
+
+
+def read_report(path: Path) -> dict:
+    """An --out report, or a one-line exit naming the file and what is wrong with it."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--merge: {path}: not a readable JSON report ({error})")
+    missing = [key for key in REPORT_KEYS if key not in report] if isinstance(report, dict) else list(REPORT_KEYS)
+    if missing:
+        raise SystemExit(f"--merge: {path}: not a select_config report (missing {', '.join(missing)})")
+    return report
+
+
+def merged(paths: list[Path], resamples: int) -> dict:
     """One report of several runs of the same configurations on the same data with different seeds: figures over
     every fold and seed, each query's CV AP averaged over all the seeds, the paired tests again."""
+    reports = [read_report(path) for path in paths]
     first, names = reports[0], list(reports[0]["configurations"])
-    for report in reports[1:]:
+    for path, report in zip(paths[1:], reports[1:]):
         if (report["dataset"], report["queries"], report["folds"], list(report["configurations"])) != \
                 (first["dataset"], first["queries"], first["folds"], names):
-            raise SystemExit("--merge: the reports differ in dataset, queries, folds or configurations")
+            raise SystemExit(f"--merge: {path} and {paths[0]} differ in dataset, queries, folds or configurations")
     seeds = [seed for report in reports for seed in report["cv_seeds"]]
     if len(set(seeds)) < len(seeds):
         raise SystemExit(f"--merge: a seed is in more than one report (CV seeds {seeds})")
@@ -185,7 +201,7 @@ def main() -> None:
                         help="no training: one report of these --out reports of other seeds (same data and configurations)")
     args = parser.parse_args()
     if args.merge:
-        write(merged([json.loads(path.read_text()) for path in args.merge], args.resamples), args.out)
+        write(merged(args.merge, args.resamples), args.out)
         return
     if not args.dataset or not args.variants:
         parser.error("--dataset and --variants are required (or --merge)")

@@ -55,14 +55,17 @@ def test_merging_seeds_run_apart_gives_the_figures_of_one_run_of_all_of_them(tmp
     assert merged["tests"][0]["mean_difference"] == pytest.approx(whole["tests"][0]["mean_difference"])
 
 
-def test_a_seed_in_two_reports_or_other_configurations_are_refused_and_nothing_is_written(tmp_path):
-    first, again, other = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+def test_a_seed_in_two_reports_other_configurations_or_a_broken_file_are_refused_and_nothing_is_written(tmp_path):
+    first, again, other, broken = (tmp_path / f"{name}.json" for name in "abcd")
     first.write_text(json.dumps(report([13])))
     again.write_text(json.dumps(report([13, 2])))
     changed = report([2])
     changed["configurations"].pop("BM25")
     other.write_text(json.dumps(changed))
-    for pair, why in (((first, again), "a seed is in more than one report"), ((first, other), "differ in")):
+    broken.write_text(json.dumps(report([2]))[:-40])
+    for pair, why in (((first, again), "a seed is in more than one report"), ((first, other), f"{other} and {first} differ in"),
+                      ((first, broken), f"{broken}: not a readable JSON report"),
+                      ((first, tmp_path / "none.json"), "none.json: not a readable JSON report")):
         done = subprocess.run([sys.executable, str(SCRIPT), "--merge", *map(str, pair), "--out", str(tmp_path / "out.json")],
                               capture_output=True, text=True)
         assert done.returncode != 0 and why in done.stderr
