@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from ticketsim.channels.cache import component_strings
-from ticketsim.threads import torch_threads
 from ticketsim.channels.sentence import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, SentenceEncoder, encode_passages, load_encoder, passages
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
+from ticketsim.threads import torch_threads
 
 
 @dataclass(frozen=True)
