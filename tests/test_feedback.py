@@ -198,6 +198,33 @@ def test_the_json_api_searches_and_judges_with_bounds_on_k_text_and_size(served,
     assert len(lines(tmp_path / "judgments.jsonl")) == 1
 
 
+def test_a_journal_line_that_is_no_judgment_is_skipped_and_named_and_every_later_write_goes_on(served, tmp_path):
+    path, page = tmp_path / "judgments.jsonl", client(served, tmp_path)
+    body = {"subject": "pump leak", "description": "seal\u2028leaks", "ticket_id": "EVIL1", "label": "YES"}
+    assert page.post("/api/feedback", json=body).status_code == 200      # U+2028 is no line break of the journal
+    with path.open("ab") as out:        # edits by hand: not JSON, an object that is no judgment, bytes not UTF-8
+        out.write(b"pump leak, EVIL1, YES\n" + b'{"query_id": "q-1"}\n' + b'{"\xff": 1}\n')
+    skipped = [f"{path}:2: skipped, not valid JSON (Expecting value)", f"{path}:3: skipped, not a judgment",
+               f"{path}:4: skipped, bytes that are not UTF-8"]
+
+    recorded = page.post("/api/feedback", json={**body, "subject": "fan loud", "label": "NO"})
+    conflict = page.post("/api/feedback", json={**body, "subject": "fan loud", "label": "REL"})
+    assert (recorded.status_code, recorded.get_json()["where"], conflict.status_code) == (200, f"{path}:5", 409)
+    for answer in (recorded, conflict):
+        named = answer.get_json()["skipped"]
+        assert len(named) == len(skipped) and all(line.startswith(start) for line, start in zip(named, skipped))
+    assert "`ticketsim feedback export` refuses the journal until this line is fixed or removed" in conflict.get_json()["skipped"][0]
+    form = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "REL"})
+    assert form.status_code == 200 and f"the first: {path}:2: skipped, not valid JSON" in form.get_data(as_text=True)
+
+    restarted = client(served, tmp_path).post("/api/feedback", json=body)   # a new worker reads the journal from the start
+    assert restarted.status_code == 200 and restarted.get_json()["status"] == "repeated"
+    assert restarted.get_json()["where"] == f"{path}:1" and len(restarted.get_json()["skipped"]) == 3
+    assert [json.loads(line)["label"] for line in path.read_bytes().split(b"\n")[4:-1]] == ["NO", "REL"]
+    with pytest.raises(DataError, match=f"{path}:4: bytes that are not UTF-8"):   # the export names a line of those
+        export(path, labelled_folder(tmp_path), {"train": 1.0}, NOW)
+
+
 def test_writing_feedback_needs_the_token_off_loopback_and_whenever_there_is_one(served, tmp_path):
     body = {"subject": "pump leak", "description": "", "ticket_id": "EVIL1", "label": "YES"}
     closed = client(served, tmp_path, host="0.0.0.0")

@@ -11,6 +11,8 @@ the journal, with where the first one is, and reported: never written over the f
 Appending: each writer (any thread of any gunicorn worker) holds an exclusive flock on the journal, reads what others
 appended since its last look, writes its line with one write() and fsyncs before it returns, so a judgment that was
 answered survives a killed server. A line cut short by a crash was never answered: it is dropped before the next append.
+A line that is no judgment (an edit by hand gone wrong) is skipped, and every answer of this process names it until it is
+fixed or removed: `ticketsim feedback export` refuses the journal while it is there.
 """
 from __future__ import annotations
 
@@ -57,9 +59,11 @@ class Recorded:
     query_id: str
     where: str          # file:line of the line written, or of the earlier judgment it repeats
     message: str
+    skipped: tuple[str, ...] = ()   # journal lines that are no judgment, each 'file:line: why'
 
-    def as_dict(self) -> dict[str, str]:
-        return {"status": self.status, "query_id": self.query_id, "where": self.where, "message": self.message}
+    def as_dict(self) -> dict[str, str | list[str]]:
+        found = {"status": self.status, "query_id": self.query_id, "where": self.where, "message": self.message}
+        return {**found, "skipped": list(self.skipped)} if self.skipped else found
 
 
 def checked(judgment: Judgment, ticket: dict | None) -> str:
@@ -86,6 +90,7 @@ class Journal:
         self.conflicts = self.path.with_name(CONFLICTS)
         self.seen: dict[tuple[str, str], tuple[str, str]] = {}
         self.read_to, self.lines = 0, 0     # bytes and lines of the journal already in `seen`
+        self.skipped: list[str] = []        # lines read that are no judgment, 'file:line: why'
         self.threads = threading.Lock()     # flock excludes other processes; threads of this one share `seen`
 
     def record(self, judgment: Judgment, ticket: dict | None, now: datetime) -> Recorded:
@@ -98,31 +103,60 @@ class Journal:
         key = (query_id, row["ticket_id"])
         with self.threads, locked(self.path) as journal:
             self.catch_up(journal)
+
+            def outcome(status: str, where: str, message: str) -> Recorded:
+                # The page shows only the message: it names the first skipped line, the JSON lists every one.
+                note = f" (the journal has {len(self.skipped)} line(s) that are no judgment; the first: " \
+                       f"{self.skipped[0]})" if self.skipped else ""
+                return Recorded(status, query_id, where, message + note, tuple(self.skipped))
+
             if key in self.seen:
                 earlier, where = self.seen[key]
                 if earlier == label:
-                    return Recorded("repeated", query_id, where, f"already recorded: {label} for ticket {key[1]} at {where}")
+                    return outcome("repeated", where, f"already recorded: {label} for ticket {key[1]} at {where}")
                 line = append(self.conflicts, {**row, "contradicts": f"{earlier} at {where}"})
-                return Recorded("conflict", query_id, f"{self.conflicts}:{line}",
-                                f"{label} for ticket {key[1]} contradicts {earlier} at {where}: kept apart in "
-                                f"{self.conflicts}:{line}, not applied; the first judgment stands until a person decides")
+                return outcome("conflict", f"{self.conflicts}:{line}",
+                               f"{label} for ticket {key[1]} contradicts {earlier} at {where}: kept apart in "
+                               f"{self.conflicts}:{line}, not applied; the first judgment stands until a person decides")
             self.read_to += write_line(journal, row)
             self.lines += 1
             where = f"{self.path}:{self.lines}"
             self.seen[key] = (label, where)
-            return Recorded("recorded", query_id, where, f"recorded: {label} for ticket {key[1]}")
+            return outcome("recorded", where, f"recorded: {label} for ticket {key[1]}")
 
     def catch_up(self, journal: int) -> None:
         """Read the lines other writers appended since this process last looked (the caller holds the lock)."""
         size = drop_torn_line(journal)
         if size < self.read_to:     # replaced or cut by hand: read it again from the start
             self.seen.clear()
+            self.skipped.clear()
             self.read_to, self.lines = 0, 0
-        for line in os.pread(journal, size - self.read_to, self.read_to).decode("utf-8").splitlines():
+        # Split on newlines only, as the export reads it: a JSON string may hold U+2028, where str.splitlines breaks.
+        for line in os.pread(journal, size - self.read_to, self.read_to).split(b"\n")[:-1]:
             self.lines += 1
-            record = json.loads(line)
-            self.seen.setdefault((record["query_id"], record["ticket_id"]), (record["label"], f"{self.path}:{self.lines}"))
+            where = f"{self.path}:{self.lines}"
+            record = judgment_line(line)
+            if isinstance(record, str):
+                self.skipped.append(f"{where}: skipped, {record}; `ticketsim feedback export` refuses the journal until "
+                                    "this line is fixed or removed")
+            elif record is not None:
+                self.seen.setdefault((record["query_id"], record["ticket_id"]), (record["label"], where))
         self.read_to = size
+
+
+def judgment_line(line: bytes) -> dict | str | None:
+    """A journal line's judgment; None for a blank line (the export passes over it too); else why it is none."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "bytes that are not UTF-8"
+    except (ValueError, RecursionError) as error:   # not JSON; a number of over 4300 digits; arrays nested too deep
+        return f"not valid JSON ({getattr(error, 'msg', None) or type(error).__name__})"
+    if not isinstance(record, dict) or not all(isinstance(record.get(key), str) for key in ("query_id", "ticket_id", "label")):
+        return "not a judgment (a JSON object with query_id, ticket_id and label)"
+    return record
 
 
 @contextmanager
