@@ -1,32 +1,65 @@
 """A stand-in for the Siamese and register stages in the retraining tests, with the seam ticketsim.retrain relies on.
 
-Its "model" scores a pair by the label a reference file gives it (the generator's true labels), so its dev results
-fall exactly when the dataset's labels stop agreeing with the truth (a batch of shuffled labels). Like the register
-stage, it logs the final variant's results in the run it registers as a new version of
+Its model is as good as its training labels are true: it scores a pair by the label a reference file gives it (the
+generator's true labels), blurred by noise that grows with the share of the dataset's train labels that disagree with
+the reference. So a batch of shuffled labels makes a worse model, which the gate sees when it scores champion and
+candidate on the same pairs, as it scores real models (the `evaluate` of ticketsim.serving.TicketSimModel). Like the
+register stage, it logs the model's results on its own dataset in the run it registers as a new version of
 `siamese.registered_name(dataset)`.
 """
 import argparse
 import json
+import random
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import polars as pl
 
-from ticketsim.config import TrackingConfig, load_params
+from ticketsim.calibrate import Calibrator
+from ticketsim.config import load_params
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.tracking import log_dict, log_metrics, stage_run, tracking_uri
+from ticketsim.tracking import log_metrics, stage_run
+
+NOISE = 20.0            # the noise's standard deviation when every train label is false
+SCALE = Calibrator((1.0, 5.0), (1.0, 5.0))   # scores are on the label scale already: clipped to [1, 5]
 
 
-def register(cfg: TrackingConfig, model: str, run_id: str) -> str:
-    """A new version of `model` (registered on first use) from the run's `model` artifacts."""
-    uri = tracking_uri(cfg)
-    client = mlflow.MlflowClient(uri, uri)
-    if not client.search_registered_models(f"name = '{model}'"):
-        client.create_registered_model(model)
-    source = f"{client.get_run(run_id).info.artifact_uri}/model"
-    return str(client.create_model_version(model, source=source, run_id=run_id).version)
+class ReferenceModel(mlflow.pyfunc.PythonModel):
+    def __init__(self, truth: dict[str, float], false_share: float):
+        self.truth, self.false_share = truth, false_share    # truth: "query_id ticket_id" -> label
+
+    def scores(self, pairs: pl.DataFrame) -> np.ndarray:
+        keys = [f"{q} {t}" for q, t in zip(pairs["query_id"], pairs["ticket_id"])]
+        noise = [random.Random(key).gauss(0.0, 1.0) for key in keys]   # the same for a pair in every process
+        return np.array([self.truth.get(key, 0.0) + NOISE * self.false_share * z for key, z in zip(keys, noise)])
+
+    def evaluate(self, corpus, cfg) -> dict:
+        return evaluate_method(corpus.pairs, self.scores(corpus.pairs), None, cfg, SCALE)
+
+    def predict(self, context, model_input, params=None):
+        raise NotImplementedError("the stand-in is only evaluated")
+
+
+class FixedFigures(mlflow.pyfunc.PythonModel):
+    """A version whose dev figures are given, the same on any pairs: for the registry's own tests."""
+
+    def __init__(self, figures: dict):
+        self.figures = figures
+
+    def evaluate(self, corpus, cfg) -> dict:
+        return self.figures
+
+    def predict(self, context, model_input, params=None):
+        raise NotImplementedError("a fixed-figures version is only evaluated")
+
+
+def register(model: str, python_model: mlflow.pyfunc.PythonModel) -> str:
+    """Log `python_model` in the active run and register it as a new version of `model`; returns the version."""
+    info = mlflow.pyfunc.log_model(name="model", python_model=python_model, registered_model_name=model, pip_requirements=[])
+    return str(info.registered_model_version)
 
 
 def main() -> None:
@@ -37,18 +70,18 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params()
     final, name = params.siamese.final, params.siamese.registered_name(args.dataset)
-    with stage_run(params.tracking, "register", args.dataset) as run:
+    with stage_run(params.tracking, "register", args.dataset):
         # Straight from the raw folder, not the prepare stage's output: one stage process per retrain keeps tests fast.
-        pairs = read_dataset(params.dataset(args.dataset), IntakeReport()).pairs
+        corpus = read_dataset(params.dataset(args.dataset), IntakeReport())
         truth = pl.read_csv(args.reference, schema_overrides={"query_id": pl.String, "ticket_id": pl.String})
-        scores = pairs.join(truth.rename({"label": "truth"}), on=["query_id", "ticket_id"], how="left",
-                            maintain_order="left")["truth"].fill_null(0)
-        results = evaluate_method(pairs, scores.to_numpy().astype(float), None, params.evaluation)
+        train = corpus.split("train").join(truth.rename({"label": "truth"}), on=["query_id", "ticket_id"], how="left")
+        false_share = float((train["label"] != train["truth"].fill_null(0)).mean()) if train.height else 0.0
+        model = ReferenceModel({f"{q} {t}": float(label) for q, t, label in truth.iter_rows()}, false_share)
+        results = model.evaluate(corpus, params.evaluation)
         Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
         Path(args.metrics).write_text(json.dumps({f"#{final}": results}, indent=2) + "\n")
         log_metrics(results)
-        log_dict({"model": "reference labels"}, "model/model.json")
-    print("registered version", register(params.tracking, name, run.info.run_id))
+        print("registered version", register(name, model), f"(train labels false: {false_share:.0%})")
 
 
 if __name__ == "__main__":

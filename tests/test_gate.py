@@ -1,19 +1,27 @@
-"""The quality gate: per-metric verdicts and their Markdown, the registry's champion/previous aliases, the dvc fallback."""
+"""The quality gate: per-metric verdicts and their Markdown, the registry's champion/previous aliases, the dvc fallback,
+and champion and candidate scored on the same pairs (a harder dev set must not fail an unchanged model)."""
 import json
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 from retrain_workspace import fake_version
+from search_bundle import make_bundle
 
 from ticketsim import cli
-from ticketsim.config import GateRule, TrackingConfig, load_params
+from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
+from ticketsim.data.csvsource import write_corpus
+from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.protocols import rerank_by_query
 from ticketsim.gate import compare, dvc_baseline
 from ticketsim.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
 from ticketsim.retrain import gate_rules, registered_name, run_gate
-from ticketsim.tracking import URI_VARIABLE
+from ticketsim.scorer import evaluate_bundle
+from ticketsim.serving import log_bundle
+from ticketsim.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
@@ -138,3 +146,46 @@ def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, 
     fake_version(params, 0.1)
     assert cli.main(["gate"]) == cli.FAILED
     assert cli.main(["rollback"]) == cli.ERROR   # nothing before the first champion
+
+
+def test_champion_and_candidate_are_scored_on_the_candidates_dev_pairs_where_their_stored_figures_would_mislead(
+        registry, search_parts, tmp_path, capsys):
+    """A retrain that changed nothing in the model, while new hard queries joined the dev set: the champion's stored
+    figures (its easy dev set) are above the candidate's (easy + hard), so comparing them fails an unchanged model.
+    Scored in the gate's run on the candidate's dev pairs, the two are the same model and the gate passes."""
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
+    tickets, queries = search_parts.corpus.tickets, search_parts.corpus.queries
+    labelled = search_parts.corpus.pairs.filter(pl.col("split") != "test").with_columns(split=pl.lit("dev"))
+    evaluation = load_params(REPO / "params.yaml").evaluation
+    _, scored = evaluate_bundle(bundle, Corpus(tickets, queries, labelled), evaluation)
+    by_query = rerank_by_query(scored, evaluation.depth)
+    easy = by_query.filter(pl.col("ap") == 1.0)["query_id"].to_list()
+    assert 0 < len(easy) < by_query.height, "the premise: some dev queries this model ranks perfectly, some it does not"
+
+    def stored(pairs: pl.DataFrame) -> dict:   # what the register stage logs: the model on its own run's dev set
+        return evaluate_bundle(bundle, Corpus(tickets, queries, pairs), evaluation)[0]
+
+    old_dev, new_dev = stored(labelled.filter(pl.col("query_id").is_in(easy))), stored(labelled)
+    folder = tmp_path / "labeled"
+    write_corpus(Corpus(tickets, queries, labelled), folder)   # the candidate's dataset: the old dev set and the new
+    params = registry("same-pairs")
+    params = replace(params, datasets={"helpdesk": DatasetConfig("helpdesk", "csv", raw=str(folder))},
+                     retrain=replace(params.retrain, dataset="helpdesk"))
+    rules, model = gate_rules(params), registered_name(params)
+    assert not compare(metric_values(old_dev), metric_values(new_dev), rules).passed   # the stored figures mislead
+
+    versions = []
+    for figures in (old_dev, new_dev):
+        with stage_run(params.tracking, "register", "helpdesk"):
+            log_metrics(figures)
+            versions.append(log_bundle(str(bundle), model))
+    promote(params.tracking, model, versions[0])
+    outcome = run_gate(params)
+    assert outcome.passed and outcome.promoted and aliases(params.tracking, model)[CHAMPION] == versions[1]
+    rescored = metric_values(new_dev)   # both, in the gate's run: the candidate's dev pairs
+    for row in outcome.result.rows:
+        assert row.champion == pytest.approx(rescored[row.metric]) and row.candidate == pytest.approx(rescored[row.metric])
+        assert row.verdict == "same", row
+    which = (f"Both scored in this run on the same pairs: {labelled.height} dev pairs of {by_query.height} queries from "
+             f"{folder / 'pairs.csv'}, {tickets.height} tickets in the pool.")
+    assert which in outcome.markdown and which.split(":")[1].strip().rstrip(".") in capsys.readouterr().out

@@ -49,7 +49,7 @@ def retrain_gate_and_rollback_over_http(tmp_path: Path, server: Server) -> None:
     assert aliases(store, model) == {CHAMPION: "1"}
     run = client.get_run(client.get_model_version(model, "1").run_id)
     assert run.data.metrics["dev.rerank.map"] == 1.0 and run.info.run_name == "register@default"
-    assert any((tmp_path / "server-artifacts").rglob("model.json")), "artifacts did not go to the server's artifact root"
+    assert any((tmp_path / "server-artifacts").rglob("MLmodel")), "artifacts did not go to the server's artifact root"
 
     # gate -> promote -> rollback, through the command line, over HTTP
     params = load_params(ws.root / "params.yaml")

@@ -1,5 +1,6 @@
 """The retraining quality gate: a candidate model's metrics against the champion's, metric by metric, as a verdict and a
-Markdown table. Pure logic: ticketsim.retrain fetches the metrics (MLflow registry, else `dvc metrics diff`).
+Markdown table. Pure logic: ticketsim.retrain gets the metrics (both models scored on the same pairs by
+ticketsim.gate_pairs, else stored figures: the registry's, `dvc metrics diff`).
 """
 from __future__ import annotations
 
@@ -32,12 +33,13 @@ class GateResult:
     def passed(self) -> bool:
         return all(row.passed for row in self.rows)
 
-    def markdown(self, candidate: str, champion: str | None) -> str:
-        """The verdict, what was compared, and the table: metric, champion, candidate, delta, verdict."""
+    def markdown(self, candidate: str, champion: str | None, basis: str | None = None) -> str:
+        """The verdict, what was compared, on which pairs (`basis`), and the table: metric, champion, candidate, delta,
+        verdict."""
         status = "passed" if self.passed else "FAILED"
         against = (f"{candidate} vs champion {champion}" if champion and not self.first_model
                    else f"{candidate}: no champion yet, so this is the first model")
-        lines = [f"### Quality gate {status}", "", against, "",
+        lines = [f"### Quality gate {status}", "", against, "", *([basis, ""] if basis else []),
                  "| metric | champion | candidate | delta | verdict |", "| --- | ---: | ---: | ---: | --- |"]
         lines += [f"| `{r.metric}` | {number(r.champion)} | {number(r.candidate)} | {number(r.delta, sign=True)} | {r.verdict} |"
                   for r in self.rows]

@@ -4,8 +4,11 @@ version against the champion, and promotion in the MLflow registry. Steps are pr
 The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
 {"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
-(passed / failed), so it is judged once. Without a registry champion, the champion's figures are the final variant's
-metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on `gate.baseline_rev`.
+(passed / failed), so it is judged once. The champion and the candidate are both loaded and scored on the candidate's
+dev pairs in the gate's own run (ticketsim.gate_pairs): the figures stored with each were measured on the dev set of its
+own run, and new labelled pairs change that set. Without a registry champion there is no model to score: the
+champion's figures are the final variant's metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on
+`gate.baseline_rev`, against the candidate's stored ones.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
 from ticketsim.gate import GateResult, compare, dvc_baseline
+from ticketsim.gate_pairs import gate_pairs, version_figures
 from ticketsim.registry import CHAMPION, ModelVersion, latest_version, model_version, promote, tag_version, version_by_alias
 from ticketsim.tracking import check_reachable, sanitize, tracking_uri
 
@@ -67,20 +71,26 @@ def run_gate(params: Params, version: str | None = None, promote_on_pass: bool =
         state = "the champion" if champion and champion.version == candidate.version else f"judged before (gate: {judged})"
         return GateOutcome(f"### Quality gate: nothing new\n\n{label(candidate)} is {state}; no newer version was registered.\n",
                            candidate)
-    if champion is not None:
-        baseline, baseline_label = champion.metrics, label(champion)
+    if champion is not None:   # both models scored here, on the candidate's dev pairs: like with like
+        pairs = gate_pairs(params)
+        print(f"==> scoring {label(champion)} and {label(candidate)} on {pairs.describe()}", flush=True)
+        baseline, figures = (version_figures(cfg, v, pairs, params.evaluation) for v in (champion, candidate))
+        baseline_label, basis = label(champion), f"Both scored in this run on the same pairs: {pairs.describe()}."
     else:
         final = params.siamese.final
         diff = dvc_metrics_diff(params.gate.baseline_rev)
         path = BASELINE_FILE.format(dataset=params.retrain.dataset)
         baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{final}-tuned.").items()}
-        baseline_label = f"`{params.gate.baseline_rev}` (dvc metrics diff)"
-    result = compare(baseline or None, candidate.metrics, gate_rules(params))
+        baseline_label, figures = f"`{params.gate.baseline_rev}` (dvc metrics diff)", candidate.metrics
+        basis = ("No champion model to score: the figures are those stored with each (the candidate's registration run, "
+                 f"{path} on `{params.gate.baseline_rev}`), each measured on the dev pairs of its own run.") if baseline else None
+    result = compare(baseline or None, figures, gate_rules(params))
     tag_version(cfg, model, candidate.version, {GATE_TAG: "passed" if result.passed else "failed"})
     promoted = result.passed and promote_on_pass
     if promoted:
         promote(cfg, model, candidate.version)
-    return GateOutcome(result.markdown(label(candidate), baseline_label if baseline else None), candidate, result, promoted)
+    return GateOutcome(result.markdown(label(candidate), baseline_label if baseline else None, basis), candidate, result,
+                       promoted)
 
 
 def label(version: ModelVersion) -> str:

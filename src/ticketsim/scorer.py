@@ -218,7 +218,11 @@ def scored_pairs(pairs: pl.DataFrame, scores: np.ndarray, calibrator: Calibrator
 
 def evaluate_bundle(directory: str | Path, corpus: Corpus, cfg: EvaluationConfig) -> tuple[dict, pl.DataFrame]:
     """Every measure of a trained bundle on a corpus (calibrated with the bundle's own calibrator), and the scored pairs."""
-    scorer = Scorer.load(directory)
+    return evaluate_scorer(Scorer.load(directory), corpus, cfg)
+
+
+def evaluate_scorer(scorer: Scorer, corpus: Corpus, cfg: EvaluationConfig) -> tuple[dict, pl.DataFrame]:
+    """evaluate_bundle of a bundle already loaded (a registered model's, which the retraining gate scores)."""
     scores, matrix = scorer.score(corpus)
     results = evaluate_method(corpus.pairs, scores, matrix, cfg, scorer.calibrator)
     return results, scored_pairs(corpus.pairs, scores, scorer.calibrator)

@@ -26,7 +26,7 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, PERMISSION_DEN
 from mlflow.types.schema import ParamSchema, ParamSpec
 
 from ticketsim.access import TOKEN_VARIABLE, Access
-from ticketsim.config import ServeConfig
+from ticketsim.config import EvaluationConfig, ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
 from ticketsim.data.validate import DataError
@@ -76,6 +76,13 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         from ticketsim.scorer import Scorer
 
         return Scorer.load(self.bundle)
+
+    def evaluate(self, corpus: Corpus, cfg: EvaluationConfig) -> dict:
+        """Every measure of this version on a labelled corpus, as `ticketsim evaluate` gives it: how the retraining gate
+        scores the champion and the candidate on the same pairs (ticketsim.gate_pairs)."""
+        from ticketsim.scorer import evaluate_scorer
+
+        return evaluate_scorer(self.scorer, corpus, cfg)[0]
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.Series | pd.DataFrame:
         try:

@@ -1,0 +1,82 @@
+"""The gate's common ground: the candidate's dev pairs, and a registered version's figures on them, scored in this run.
+
+Figures stored at registration were each measured on the dev set of their own run; after new labelled pairs join the
+dev set (feedback, a batch) a champion's stored figures describe easier or harder pairs than the candidate's, and the
+gate would judge the data, not the models. So both versions are loaded from the registry and scored here, on the
+pairs the candidate's dataset holds now, with the evaluation every stage uses.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+
+import polars as pl
+
+from ticketsim.config import DatasetConfig, EvaluationConfig, Params, TrackingConfig
+from ticketsim.data.manifest import CSV_TABLES
+from ticketsim.data.sources import load_corpus
+from ticketsim.data.tables import Corpus
+from ticketsim.data.validate import IntakeReport
+from ticketsim.errors import StepError
+from ticketsim.registry import ModelVersion
+from ticketsim.tracking import metric_values, tracking_uri
+
+SPLIT = "dev"
+
+
+@dataclass(frozen=True)
+class GatePairs:
+    """The dev queries of a dataset with their labelled pairs, and every ticket (the pool the retrieve protocol searches)."""
+
+    corpus: Corpus
+    source: str         # where the pairs are read from, for people: a file, or how they were generated
+
+    def describe(self) -> str:
+        pairs = self.corpus.pairs
+        return (f"{pairs.height} {SPLIT} pairs of {pairs['query_id'].n_unique()} queries from {self.source}, "
+                f"{self.corpus.tickets.height} tickets in the pool")
+
+
+def gate_pairs(params: Params) -> GatePairs:
+    """The dev pairs of `retrain.dataset` as its files hold them now, i.e. the candidate's dev set."""
+    cfg = params.dataset(params.retrain.dataset)
+    corpus = load_corpus(params, cfg.name, IntakeReport())
+    dev = corpus.split(SPLIT)
+    if dev.is_empty():
+        raise StepError(f"datasets.{cfg.name} has no {SPLIT} pairs ({pairs_source(cfg, params.seed)}): the gate has "
+                        f"nothing to score the champion and the candidate on; label more queries (`ticketsim pairs add`)")
+    # The other queries are left out: they change no dev figure (the pool is the tickets; BM25 counts tickets only).
+    queries = corpus.queries.filter(pl.col("query_id").is_in(dev["query_id"].unique().to_list()))
+    return GatePairs(Corpus(corpus.tickets, queries, dev), pairs_source(cfg, params.seed))
+
+
+def pairs_source(cfg: DatasetConfig, seed: int) -> str:
+    if cfg.source == "synthetic":
+        return f"the synthetic corpus (params synthetic, seed {seed})"
+    if cfg.source == "semeval2016":
+        return str(cfg.path(cfg.dev)) if cfg.dev else f"the SemEval files in {cfg.raw}"
+    name = CSV_TABLES[2]
+    return next((str(cfg.path(f"{name}.{ext}")) for ext in ("csv", "jsonl") if cfg.path(f"{name}.{ext}").is_file()),
+                str(cfg.path(f"{name}.csv")))
+
+
+def version_figures(cfg: TrackingConfig, version: ModelVersion, pairs: GatePairs, evaluation: EvaluationConfig) -> dict[str, float]:
+    """The version's dev figures on `pairs`, keyed as MLflow holds a run's metrics (`dev.rerank.map`, ...): its model is
+    downloaded from the registry and evaluates itself (ticketsim.serving.TicketSimModel.evaluate)."""
+    import mlflow
+
+    uri = tracking_uri(cfg)
+    with tempfile.TemporaryDirectory(prefix="ticketsim-gate-") as scratch:
+        try:
+            local = mlflow.artifacts.download_artifacts(f"models:/{version.model}/{version.version}", dst_path=scratch,
+                                                        tracking_uri=uri, registry_uri=uri)
+            model = mlflow.pyfunc.load_model(local).unwrap_python_model()
+        except Exception as error:   # noqa: BLE001 - any failure to fetch or load means the gate cannot judge
+            raise StepError(f"{version.model} v{version.version}: its model could not be loaded from the registry to "
+                            f"score it on the {SPLIT} pairs ({type(error).__name__}: {error})") from error
+        if not hasattr(model, "evaluate"):
+            raise StepError(f"{version.model} v{version.version}: its model ({type(model).__name__}) cannot score labelled "
+                            "pairs, so the gate cannot compare it on the same pairs; register it again (`dvc repro`)")
+        results = model.evaluate(pairs.corpus, evaluation)
+    return metric_values({SPLIT: results.get(SPLIT, {})})
+
