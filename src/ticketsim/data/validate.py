@@ -32,6 +32,10 @@ from ticketsim.data.tables import (
 MAX_LISTED = 50
 ORIGIN = "origin"
 MAX_RANK = 2**31 - 1    # source_rank is stored as Int32
+# Characters kept of each text field (a log of some 10,000 lines; the longest SemEval text has 7,439): a pasted log of
+# 50 MB would cost every stage time and memory in proportion (tokens, passages, BM25 postings, the index's texts) for
+# words no channel weighs (the LSTM reads 100 tokens of a component, the encoder its first passage). Cut fields are counted.
+MAX_TEXT_CHARS = 1_000_000
 
 
 class DataError(ValueError):
@@ -148,7 +152,10 @@ def _check_records(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...],
                             f"({', '.join(named(f, read_from) for f in fields)})")
         for f in empty if len(empty) < len(fields) else ():
             report.add(f"{table} with empty {f}")
-    return frame
+    for f in fields:
+        report.add(f"{table} {f} cut to its first {MAX_TEXT_CHARS:,} characters",
+                   int((frame[f].str.len_chars() > MAX_TEXT_CHARS).sum()))
+    return frame.with_columns(pl.col(f).str.slice(0, MAX_TEXT_CHARS) for f in fields)
 
 
 def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str], split_fractions: dict[str, float],

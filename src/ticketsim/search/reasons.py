@@ -31,7 +31,10 @@ PARTS_SHOWN = 3       # matched query part - ticket part pairs shown per hit
 PHRASES_SHOWN = 5     # shared phrases shown per matched pair of parts
 
 
-ACTIVATIONS = {"sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tanh": np.tanh, "relu": lambda x: np.maximum(x, 0)}
+# A long ticket can push DocNADE's hidden units far below zero, where exp(-x) overflows float32 (x below -88.7: numpy's
+# "overflow encountered in exp"); clipped there, sigmoid is below 1e-38 as it should be, and unchanged everywhere else.
+ACTIVATIONS = {"sigmoid": lambda x: 1 / (1 + np.exp(-np.maximum(x, -88.0))), "tanh": np.tanh,
+               "relu": lambda x: np.maximum(x, 0)}
 
 
 @dataclass(frozen=True, eq=False)

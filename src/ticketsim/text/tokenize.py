@@ -15,7 +15,7 @@ import re
 import sys
 import types
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 NUMBER = re.compile(r"[+-]?\d+(?:[.,:]\d+)*%?")
 NUMBER_TOKEN = "<num>"
+# NLTK runs every regex under a 5 s wall-clock limit (nltk.redos): Punkt's search for sentence ends over a pasted log of
+# megabytes exceeds it (a TimeoutError). Longer texts are split in pieces of at most this many characters; the longest
+# SemEval or synthetic text (7,439) is far below it, so their sentences stay Punkt's own.
+PIECE_CHARS = 50_000
 
 
 def nltk_tokenizers() -> types.ModuleType:
@@ -92,12 +96,28 @@ class Tokenizer:
     words: NLTKWordTokenizer = dataclasses.field(default_factory=word_tokenizer)
 
     def __call__(self, text: str) -> list[str]:
-        return [self.normalise(word) for sentence in self.sentences.tokenize(text) for word in self.words.tokenize(sentence)]
+        return [self.normalise(word) for piece in pieces(text, PIECE_CHARS) for sentence in self.sentences.tokenize(piece)
+                for word in self.words.tokenize(sentence)]
 
     def normalise(self, word: str) -> str:
         if self.cfg.numbers == "mask" and NUMBER.fullmatch(word):
             return NUMBER_TOKEN
         return word.lower() if self.cfg.lowercase else word
+
+
+def pieces(text: str, size: int) -> Iterator[str]:
+    """`text` in consecutive pieces of at most `size` characters, each ending after the last line break inside it (else
+    the last space or tab; else cut at `size`, a word that long). A text that fits is one piece."""
+    start = 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        end = window.rfind("\n")
+        if end <= 0:
+            end = max(window.rfind(" "), window.rfind("\t"))
+        end = end + 1 if end > 0 else size
+        yield window[:end]
+        start += end
+    yield text[start:]
 
 
 def make_tokenizer(cfg: TextConfig, corpus: Corpus) -> Tokenizer:
