@@ -36,7 +36,8 @@ def test_json_and_a_queries_file(workspace, capsys, tmp_path):
     answers = json.loads(capsys.readouterr().out)
     assert [a["query_id"] for a in answers] == ["1", "Q7"] and all(len(a["hits"]) == 2 for a in answers)
     hit = answers[0]["hits"][0]
-    assert set(hit) == {"rank", "ticket_id", "score", "calibrated", "subject", "solution", "reasons"} and 1 <= hit["calibrated"] <= 5
+    assert set(hit) == {"rank", "ticket_id", "score", "calibrated", "subject", "description", "solution", "reasons"}
+    assert answers[0]["calibrated"] is True and 1 <= hit["calibrated"] <= 5
 
 
 def test_bad_input_is_refused_with_a_message_and_its_exit_code(workspace, search_parts, capsys, tmp_path):
@@ -65,8 +66,25 @@ def test_index_add_appends_tickets_and_refuses_known_ids(workspace, capsys):
     assert main(["index", "add", str(root / "new.csv"), *where]) == OK
     assert "added 10 tickets" in capsys.readouterr().out
     assert pl.read_parquet(root / "index" / "tickets.parquet").height == before + 10
-    assert main(["index", "add", str(root / "new.csv"), *where]) == BAD_INPUT
-    assert "is already in the index" in capsys.readouterr().err
     new_id = pl.read_csv(root / "new.csv")["ticket_id"][0]
+    index_files = {path.name: path.read_bytes() for path in (root / "index").iterdir()}
+    assert main(["index", "add", str(root / "new.csv"), *where]) == BAD_INPUT
+    err = capsys.readouterr().err
+    assert "10 problem(s)" in err and f"{root / 'new.csv'}:2: ticket_id {new_id!r} is already in the index" in err
+    assert {path.name: path.read_bytes() for path in (root / "index").iterdir()} == index_files     # nothing written
     assert main(["search", *where, "--subject", pl.read_csv(root / "new.csv")["subject"][0], "-k", "10", "--json"]) == OK
     assert new_id in [h["ticket_id"] for h in json.loads(capsys.readouterr().out)[0]["hits"]]
+
+
+def test_a_tickets_or_queries_file_with_a_header_alone_is_refused_naming_it(workspace, capsys, tmp_path):
+    root, where = workspace
+    (tmp_path / "header.csv").write_text("ticket_id,subject,description,solution\n")
+    (tmp_path / "empty.jsonl").write_text("")
+    for command in (["index", "add", str(tmp_path / "header.csv"), *where],
+                    ["index", "build", "--tickets", str(tmp_path / "header.csv"), "--model", where[1], "--index", str(tmp_path / "new")],
+                    ["search", *where, "--queries", str(tmp_path / "empty.jsonl")]):
+        assert main(command) == BAD_INPUT
+        named = str(tmp_path / ("empty.jsonl" if "search" in command else "header.csv"))
+        assert f"{named}:1: no {'query' if 'search' in command else 'ticket'} in the file (a header alone, or nothing)" \
+            in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

@@ -247,7 +247,7 @@ def index_add_command(args: argparse.Namespace) -> int:
     from ticketsim.data.csvsource import read_records
     from ticketsim.search.searcher import Searcher
 
-    tickets = read_records(args.file, "tickets", args.columns)
+    tickets = read_records(args.file, "tickets", args.columns, origins=True)   # a refusal names file:line
     searcher = Searcher.load(args.model, args.index)
     added = searcher.add(tickets)
     searcher.index.save(args.index)

@@ -168,18 +168,23 @@ def parse_jsonl(text: str, path: Path, convert) -> list[dict]:
     return records
 
 
-def read_records(path: str | Path, table: str, columns: str | ColumnMapping | None = None) -> pl.DataFrame:
+def read_records(path: str | Path, table: str, columns: str | ColumnMapping | None = None,
+                 origins: bool = False) -> pl.DataFrame:
     """One file of tickets ('tickets') or of queries to search ('search'), checked as a dataset's tables are: the table
-    in its schema, or a DataError naming file:line of every problem. `columns`: a column mapping (see resolve)."""
+    in its schema (with `origin`, file:line, when `origins`), or a DataError naming file:line of every problem, a file
+    without a record included. `columns`: a column mapping (see resolve)."""
     mapping = resolve(columns, "--columns")
     frame = read_table(Path(path), table, mapping)
+    if frame.is_empty():
+        raise DataError([f"{path}:1: no {'ticket' if table == 'tickets' else 'query'} in the file (a header alone, or nothing)"])
     if table == "search":
         line = pl.col(ORIGIN).str.extract(r":(\d+)$")
         frame = frame.with_columns(query_id=pl.when(pl.col("query_id").str.strip_chars() != "").then("query_id").otherwise(line))
     tables = {**{name: empty_table(name) for name in TABLES}, "tickets" if table == "tickets" else "queries": frame}
     corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport(),
                       read_from=described(mapping))
-    return corpus.tickets if table == "tickets" else corpus.queries
+    records = corpus.tickets if table == "tickets" else corpus.queries
+    return records.with_columns(frame[ORIGIN]) if origins else records     # validate keeps the rows in their order
 
 
 def empty_table(table: str) -> pl.DataFrame:

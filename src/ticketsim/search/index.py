@@ -26,7 +26,7 @@ from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
 from ticketsim.config import BM25Config, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
-from ticketsim.data.validate import DataError
+from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
 from ticketsim.search.encode import Layout, encode_side
 from ticketsim.search.fold import Block
@@ -135,11 +135,14 @@ class TicketIndex:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
     def add(self, scorer: Scorer, tickets: pl.DataFrame) -> int:
-        """Append tickets (TICKET_SCHEMA, ids new to the index); returns how many. BM25's statistics are rebuilt."""
+        """Append tickets (TICKET_SCHEMA, ids new to the index; an `origin` column, file:line, names them in the
+        refusal); returns how many. BM25's statistics are rebuilt."""
         known = set(self.tickets["ticket_id"])
-        again = [t for t in tickets["ticket_id"] if t in known]
+        origins = tickets[ORIGIN] if ORIGIN in tickets.columns else [None] * tickets.height
+        again = [(origin, t) for origin, t in zip(origins, tickets["ticket_id"]) if t in known]
         if again:
-            raise DataError([f"ticket_id {t!r} is already in the index; new tickets need new ids" for t in again])
+            raise DataError([f"{origin + ': ' if origin else ''}ticket_id {t!r} is already in the index; new tickets need "
+                             "new ids" for origin, t in again])
         vectors, frame, _ = encoded_tickets(scorer, self.layout, tickets, self.topic_scale)
         self.vectors.add(vectors)
         self.tickets = pl.concat([self.tickets, frame])
