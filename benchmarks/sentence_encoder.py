@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ticketsim.channels.sentence import DEFAULT_MODEL, component_strings, encode_passages, load_encoder, passages, sentence_vectors
+from ticketsim.channels.cache import component_strings
+from ticketsim.channels.sentence import DEFAULT_MODEL, encode_passages, load_encoder, passages, sentence_vectors
 from ticketsim.config import DatasetConfig, EvaluationConfig, SyntheticConfig
 from ticketsim.data import semeval
 from ticketsim.data.synthetic import generate

@@ -3,9 +3,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 from ticketsim.channels.encoder_files import DEFAULT_MODEL, EncoderError, install_parts, package_folder
-from ticketsim.channels.sentence import component_strings, encode_texts, load_encoder, passages, sentence_vectors
+from ticketsim.channels.sentence import encode_texts, load_encoder, passages, sentence_vectors
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus
 
 # About 225 WordPiece tokens: one of MiniLM's 254-token passages, three or four of the 78-token passages of `window`.

@@ -6,8 +6,9 @@ from pathlib import Path
 import torch
 
 
-def tiny_encoder(folder: Path, texts: list[str], seed: int = 0) -> Path:
-    """Write the encoder to `folder` (a sentence-transformers folder, as channel F saves its fine-tuned one)."""
+def tiny_encoder(folder: Path, texts: list[str], seed: int = 0, positions: int = 64) -> Path:
+    """Write the encoder to `folder` (a sentence-transformers folder, as channel F saves its fine-tuned one), reading at
+    most `positions` word pieces."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as st_models
@@ -25,11 +26,11 @@ def tiny_encoder(folder: Path, texts: list[str], seed: int = 0) -> Path:
                                                              special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
     raw = folder.parent / f".{folder.name}-bert"
     BertTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-                      mask_token="[MASK]", model_max_length=64).save_pretrained(raw)
+                      mask_token="[MASK]", model_max_length=positions).save_pretrained(raw)
     torch.manual_seed(seed)
     BertModel(BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=32, max_position_embeddings=64)).save_pretrained(raw)
-    transformer = st_models.Transformer(str(raw), max_seq_length=64)
+                         intermediate_size=32, max_position_embeddings=positions)).save_pretrained(raw)
+    transformer = st_models.Transformer(str(raw), max_seq_length=positions)
     modules = [transformer, st_models.Pooling(transformer.get_embedding_dimension(), "mean"), st_models.Normalize()]
     SentenceTransformer(modules=modules, device="cpu").save(str(folder))
     return folder

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from ruamel.yaml import YAML
 
 
 class ConfigError(ValueError):
@@ -210,6 +209,8 @@ class SentenceConfig:
                                                   # stages' encoding (a query is encoded on one)
     backend: Literal["torch", "onnx", "openvino"] = "torch"   # onnx: exported once into `cache` (pip install 'ticketsim[fast]')
     quantize: Literal["none", "int8"] = "none"    # int8: dynamic int8 weights (onnx only)
+    device: str = "auto"                          # auto (cuda where torch sees one, else cpu) | cpu | cuda | cuda:N:
+                                                  # every transformer pass (ticketsim.device); onnx runs on the CPU
 
 
 @dataclass(frozen=True)
@@ -241,8 +242,12 @@ class EncoderConfig:
     model: str | None = None        # None: sentence.model, the encoder channel S caches (F starts where S is)
     max_tokens: int = 128           # word pieces read of each component (training cost grows with it)
     frozen_layers: int = 2          # lowest transformer layers (and the embeddings) kept as pretrained
-    device: str = "cpu"             # cpu | cuda (where a user has one)
+    device: str | None = None       # None: sentence.device, where every other transformer pass runs
     batch_size: int = 32            # texts per forward pass
+
+    def on(self, sentence: SentenceConfig) -> EncoderConfig:
+        """This config with its device named: sentence.device where it names none (one device setting for both)."""
+        return self if self.device else dataclasses.replace(self, device=sentence.device)
 
 
 @dataclass(frozen=True)
@@ -557,6 +562,8 @@ def set_dataset(path: str | Path, name: str, values: dict[str, str]) -> None:
     ruamel (DVC's YAML library) finds where each value is written; a ruamel round trip would keep comments but
     reflow long flow mappings, so only the value's characters are replaced and every other byte stays.
     """
+    from ruamel.yaml import YAML  # here: the encoder and training core load config.py where only torch is installed
+
     text = Path(path).read_text(encoding="utf-8")
     entry = (YAML().load(text).get("datasets") or {}).get(name)
     if entry is None:

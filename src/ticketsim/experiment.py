@@ -200,8 +200,10 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
     if any(BRANCHES[c].pretrained for c in started):
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
-        encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache).model
-    return BranchStart(encoder, siamese.encoder, scale, s_vectors.dim)
+        # on the CPU: each model moves its own copy to the device (TransformerBranch)
+        encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache,
+                               device="cpu").model
+    return BranchStart(encoder, siamese.encoder.on(sentence), scale, s_vectors.dim)
 
 
 def build_branches(variant: VariantConfig, start: BranchStart | None, own: bool = False) -> dict[str, torch.nn.Module]:
@@ -284,7 +286,8 @@ def save_model(model: SiameseLSTM, variant: VariantConfig, folder: Path) -> None
 
 
 def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, scales: dict[str, float]) -> SiameseLSTM:
-    """A model save_model wrote, for `variant` (the one it was trained as), in eval mode. F takes channel S's scale."""
+    """A model save_model wrote, for `variant` (the one it was trained as), in eval mode. F takes channel S's scale and
+    runs on encoder.device (named: EncoderConfig.on)."""
     saved = torch.load(folder / WEIGHTS, weights_only=True)
     if saved["variant"] != asdict(variant):
         raise ValueError(f"{folder / WEIGHTS}: trained as {saved['variant']}, not as {asdict(variant)}")
@@ -296,7 +299,7 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
         if pretrained:
             from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
-            fine_tuned = load_encoder(str(folder / ENCODER)).model
+            fine_tuned = load_encoder(str(folder / ENCODER), device="cpu").model     # TransformerBranch moves it
         # S's width, as the saved started branches have it (A's map is dim x dim)
         dim = next((v.shape[-1] for k, v in saved["state_dict"].items() if k.startswith("branches.")), 0)
         start = BranchStart(fine_tuned, encoder, scales["S"], dim)

@@ -125,12 +125,12 @@ class Scorer:
         directory = Path(directory)
         manifest = bundle_manifest(directory)
         variant = build(VariantConfig, manifest["variant"], "manifest.variant")
-        model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder"),
+        sentence = build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence")
+        model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder").on(sentence),
                            manifest["scales"])
         return cls(build(TextConfig, manifest["text"], "manifest.text"), variant,
                    manifest["max_tokens"], manifest["scales"], model, tuple(manifest["words"]), directory,
-                   Calibrator.load(directory / FILES["calibrator"]),
-                   build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence"),
+                   Calibrator.load(directory / FILES["calibrator"]), sentence,
                    build(BM25Config, manifest.get("bm25", {}), "manifest.bm25"))
 
     @cached_property

@@ -118,7 +118,7 @@ def export(source: str, backend: Backend, quantize: Quantize, cache: str | Path,
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".export-") as scratch:
         made = Path(scratch) / "model"
-        model = SentenceTransformer(source, device="cpu", local_files_only=local_files_only)
+        model = SentenceTransformer(source, device="cpu", local_files_only=local_files_only)   # traced for the CPU runtime
         model.save(str(made))
         export_onnx(model, made / ONNX_FILE)
         if quantize == "int8":
@@ -129,9 +129,10 @@ def export(source: str, backend: Backend, quantize: Quantize, cache: str | Path,
 
 
 def load_backend(source: str, backend: Backend, quantize: Quantize, threads: int, cache: str | Path,
-                 local_files_only: bool) -> tuple[Any, str]:
-    """(a SentenceTransformer on the CPU running `backend` with `threads` intra-op threads, the folder or hub name it was
-    loaded from). Torch takes its threads from the caller's torch_threads at encoding time."""
+                 local_files_only: bool, device: str = "cpu") -> tuple[Any, str]:
+    """(a SentenceTransformer running `backend` with `threads` intra-op threads, the folder or hub name it was loaded
+    from). Torch runs on `device` (resolved: ticketsim.device) and takes its threads from the caller's torch_threads at
+    encoding time; an export runs on the CPU whatever `device` says: ONNX Runtime's CPU build is the one installed."""
     from sentence_transformers import SentenceTransformer
 
     if quantize not in ("none", "int8"):
@@ -139,7 +140,7 @@ def load_backend(source: str, backend: Backend, quantize: Quantize, threads: int
     if backend == "torch":
         if quantize != "none":
             raise BackendError("sentence.quantize: int8 needs sentence.backend: onnx (torch runs float32 here)")
-        return SentenceTransformer(source, device="cpu", local_files_only=local_files_only), source
+        return SentenceTransformer(source, device=device, local_files_only=local_files_only), source
     if backend == "onnx":
         require_onnx()
         import onnxruntime

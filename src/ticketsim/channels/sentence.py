@@ -1,7 +1,10 @@
 """Channel S: a pretrained sentence encoder's vector of every ticket and query component, long texts read in passages.
 
 The encoder is a sentence-transformers folder named by `sentence.model` (where it is found: ticketsim.channels.encoder_files).
-Local folders load with HF_HUB_OFFLINE=1 and local_files_only: nothing is ever fetched for them.
+Local folders load with HF_HUB_OFFLINE=1 and local_files_only: nothing is ever fetched for them. The encoder runs on
+`sentence.device` (ticketsim.device: auto is cuda where torch sees one); on cuda it encodes under float16 autocast.
+This module imports no polars at module level (only sentence_vectors reads a corpus): the encoder runs where only torch
+and sentence-transformers are installed (benchmarks/gpu_check.py).
 
 A component's text is the raw text of its fields (not our tokens), joined by a newline. A text longer than the encoder
 reads is cut into passages: windows of whole words of at most max_tokens tokens that overlap by `overlap` tokens.
@@ -18,19 +21,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, backend_label, load_backend
 from ticketsim.channels.encoder_files import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
 from ticketsim.channels.passages import Pooling, check_overlap, pool, windows
 from ticketsim.config import SentenceConfig
-from ticketsim.data.tables import Corpus
+from ticketsim.device import DeviceError, inference_precision, resolve_device
 from ticketsim.threads import torch_threads
+
+if TYPE_CHECKING:   # polars through them
+    from ticketsim.channels.cache import ChannelVectors
+    from ticketsim.data.tables import Corpus
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class SentenceEncoder:
     folder: str                     # the folder it was loaded from (an export's, for onnx), or the hub name
     max_tokens: int
     backend: str = "torch"          # what runs it: torch, onnx, onnx-int8
+    device: str = "cpu"             # where it runs (resolved: cpu, cuda, cuda:N)
 
     @property
     def dim(self) -> int:
@@ -56,12 +63,17 @@ class SentenceEncoder:
 # ---------------------------------------------------------------------------------------------------------- loading
 def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: str | Path = DEFAULT_CACHE,
                  max_tokens: int | None = None, backend: Backend = "torch", quantize: Quantize = "none",
-                 threads: int = 1) -> SentenceEncoder:
-    """Load the encoder on the CPU. `max_tokens`: passage length (at most the model's max_seq_length; None: that).
-    `backend`, `quantize`: torch, or an export made once under `cache` (ticketsim.channels.encoder_backends), which
-    runs on `threads` threads from loading on (torch takes its threads when encoding)."""
+                 threads: int = 1, device: str = SentenceConfig.device) -> SentenceEncoder:
+    """Load the encoder on `device` (sentence.device: auto, cpu, cuda, cuda:N). `max_tokens`: passage length (at most
+    the model's max_seq_length; None: that). `backend`, `quantize`: torch, or an export made once under `cache`
+    (ticketsim.channels.encoder_backends), which runs on the CPU on `threads` threads from loading on (torch takes its
+    threads when encoding)."""
     if max_tokens is not None and max_tokens < 8:
         raise EncoderError(f"sentence.max_tokens: {max_tokens} is too short for a passage (at least 8)")
+    try:
+        device = resolve_device(device, "sentence.device") if backend == "torch" else "cpu"
+    except DeviceError as error:
+        raise EncoderError(str(error)) from None
     source, local = resolve_model(name, cache, download)
     if local or not download:
         # Read by huggingface_hub when it is first imported: set before sentence_transformers is.
@@ -71,7 +83,8 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
     from transformers.utils import logging as transformers_logging
     transformers_logging.disable_progress_bar()     # its per-load 'Loading weights' bar; the encoding bar is ours
     try:
-        model, loaded_from = load_backend(source, backend, quantize, threads, cache, local_files_only=local or not download)
+        model, loaded_from = load_backend(source, backend, quantize, threads, cache, local_files_only=local or not download,
+                                          device=device)
     except BackendError as error:
         raise EncoderError(str(error)) from None
     except Exception as error:  # transformers raises OSError, ValueError, HF errors... for a missing or broken model
@@ -80,7 +93,7 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
         raise EncoderError(f"sentence.model: {name}: cannot load {source} ({type(error).__name__}: {error}); {hint}") from None
     model.eval()
     limit = model.max_seq_length
-    return SentenceEncoder(model, name, loaded_from, min(max_tokens or limit, limit), backend_label(backend, quantize))
+    return SentenceEncoder(model, name, loaded_from, min(max_tokens or limit, limit), backend_label(backend, quantize), device)
 
 
 # ------------------------------------------------------------------------------------------------ texts, passages
@@ -106,11 +119,12 @@ def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: 
                     desc: str = "channel S") -> np.ndarray:
     """(len(texts), dim) float32: the encoder's vector of each passage-sized text, in batches of similar length.
 
-    Longest first, in a fixed order: the same texts always form the same batches, and padding is least.
+    Longest first, in a fixed order: the same texts always form the same batches, and padding is least. On cuda under
+    float16 autocast (ticketsim.device), the vectors then stored as float32.
     """
     vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), texts[i]))
-    with tqdm(total=len(texts), desc=desc, unit="passage", disable=not progress) as bar:
+    with tqdm(total=len(texts), desc=desc, unit="passage", disable=not progress) as bar, inference_precision(encoder.device):
         for begin in range(0, len(order), batch_size):
             batch = order[begin:begin + batch_size]
             vectors[batch] = encoder.model.encode([texts[i] for i in batch], batch_size=len(batch), show_progress_bar=False,
@@ -173,6 +187,8 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
                      normalize: bool = True, batch_size: int = 32, threads: int = 1,
                      progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
     """S of every query and ticket component of a prepared corpus, on `threads` torch threads."""
+    from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
+
     groups = {f"queries/{c}": component_strings(corpus.queries, c) for c in QUERY_COMPONENTS}
     groups |= {f"tickets/{c}": component_strings(corpus.tickets, c) for c in TICKET_COMPONENTS}
     vectors, encoded = encode_groups(encoder, groups, pooling, overlap, normalize, batch_size, threads, progress)
@@ -188,7 +204,7 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
 def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
     """The encoder params `sentence` name."""
     return load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens, backend=cfg.backend,
-                        quantize=cfg.quantize, threads=cfg.threads)
+                        quantize=cfg.quantize, threads=cfg.threads, device=cfg.device)
 
 
 def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True,

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from ticketsim.config import EncoderConfig
+from ticketsim.config import EncoderConfig, SentenceConfig
+from ticketsim.device import inference_precision, resolve_device, training_precision
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,7 +29,7 @@ class BranchStart:
     own copy), its settings, and channel S's scale and width (F and A start as S: the same scale keeps W comparable)."""
 
     encoder: Any | None             # a SentenceTransformer, or None when no variant weighs a pretrained branch
-    cfg: EncoderConfig
+    cfg: EncoderConfig              # its device named (EncoderConfig.on): where each model's copy runs
     scale: float
     dim: int
 
@@ -49,8 +50,8 @@ def transformer_branch(start: BranchStart, own: bool) -> TransformerBranch:
     if start.encoder is None:
         raise ValueError("channel F needs the pretrained encoder in its BranchStart")
     encoder = start.encoder if own else copy.deepcopy(start.encoder)    # several models start from one loaded encoder
-    return TransformerBranch(encoder, start.cfg.max_tokens, start.cfg.frozen_layers, start.scale, start.cfg.device,
-                             start.cfg.batch_size)
+    return TransformerBranch(encoder, start.cfg.max_tokens, start.cfg.frozen_layers, start.scale,
+                             start.cfg.device or SentenceConfig.device, start.cfg.batch_size)
 
 
 BRANCHES = {
@@ -67,12 +68,14 @@ class TransformerBranch(nn.Module):
     Texts are deduplicated per call (a ranking batch repeats its query once per candidate) and encoded in chunks of
     similar length (less padding); the lowest `frozen_layers` transformer layers and the embeddings keep their
     pretrained weights, which halves the backward pass and guards a small training set from forgetting.
-    `device`: where the transformer runs (cpu, cuda); its vectors come back to the CPU, where the metric runs.
+    `device`: where the transformer runs (auto, cpu, cuda, cuda:N: ticketsim.device), training under bfloat16 and
+    encoding under float16 autocast on cuda; its vectors come back to the CPU as float32, where the metric runs.
     """
 
     def __init__(self, model: Any, max_tokens: int = 128, frozen_layers: int = 0, scale: float = 1.0,
-                 device: str = "cpu", batch_size: int = 32):
+                 device: str = SentenceConfig.device, batch_size: int = 32):
         super().__init__()
+        device = resolve_device(device, "siamese.encoder.device")
         self.model = model.to(device)
         self.model.max_seq_length = max_tokens
         self.max_tokens, self.scale, self.device, self.batch_size = max_tokens, scale, device, batch_size
@@ -91,7 +94,9 @@ class TransformerBranch(nn.Module):
 
     def encode_chunk(self, texts: list[str]) -> torch.Tensor:
         features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in self.model.preprocess(texts).items()}
-        vectors = self.model(features)["sentence_embedding"].float().cpu() / self.scale
+        with (training_precision if self.training else inference_precision)(self.device):
+            vectors = self.model(features)["sentence_embedding"]
+        vectors = vectors.float().cpu() / self.scale
         empty = torch.tensor([not t.strip() for t in texts])
         return vectors.masked_fill(empty.unsqueeze(1), 0.0)     # as channel S: an empty text is the zero vector
 

@@ -126,8 +126,10 @@ def export_queries(bundle: str | Path) -> str | None:
     # Written aside, then renamed into the bundle: a query folder that exists is complete.
     shutil.rmtree(scratch, ignore_errors=True)
     if "S" in reads_of(scorer):
-        # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph)
-        why = export_encoder(configured_encoder(replace(scorer.sentence, backend="torch")), scorer.sentence, scratch / ENCODER)
+        # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph),
+        # traced on the CPU where a query runs it and compared with float32 vectors
+        why = export_encoder(configured_encoder(replace(scorer.sentence, backend="torch", device="cpu")), scorer.sentence,
+                             scratch / ENCODER)
         if why:
             shutil.rmtree(scratch, ignore_errors=True)
             return f"its sentence encoder was not exported: {why}"
