@@ -17,6 +17,11 @@ class ConfigError(ValueError):
     """A params file that does not fit the schema: names the key and what is wrong."""
 
 
+def bounded(default: Any, low: float | None = None, high: float | None = None) -> Any:
+    """A field whose value must lie in [low, high] (None: no bound on that side); build() refuses others, naming the key."""
+    return field(default=default, metadata={"range": (low, high)})
+
+
 @dataclass(frozen=True)
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
@@ -85,8 +90,8 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class BM25Config:
-    k1: float = 1.5
-    b: float = 0.75
+    k1: float = bounded(1.5, low=0)
+    b: float = bounded(0.75, low=0, high=1)
 
 
 @dataclass(frozen=True)
@@ -163,9 +168,9 @@ class LDAConfig:
 class TopicsConfig:
     """Channel T: DocNADE M1 (SUB+DESC) and M2 (SUB+DESC+SOL), LDA with the same topic count, held-out perplexity."""
 
-    n_topics: int = 100
-    heldout: int = 50               # tickets kept out of training for perplexity
-    top_words: int = 10
+    n_topics: int = bounded(100, low=1)
+    heldout: int = bounded(50, low=0)   # tickets kept out of training for perplexity
+    top_words: int = bounded(10, low=1)
     space: Literal["m2", "m1", "paper"] = "m2"   # the model whose T represents each component (channels/topics.py)
     coherence: float = 0.1          # NPMI a topic's top words need on the tickets for a search to name the topic
     vocabulary: TopicVocabularyConfig = TopicVocabularyConfig()
@@ -182,8 +187,8 @@ class TopicsConfig:
 class TrainConfig:
     """The one trainer's settings (ticketsim.train.fit), for every pair-scoring model."""
 
-    epochs: int = 30
-    batch_size: int = 32
+    epochs: int = bounded(30, low=1)
+    batch_size: int = bounded(32, low=1)
     lr: float = 1.0              # Adadelta's own scale; 1.0 is its usual setting
     rho: float = 0.95
     clip: float = 1.0            # gradient-norm clipping
@@ -267,11 +272,11 @@ class MiningConfig:
 
 @dataclass(frozen=True)
 class SiameseParams:
-    hidden: int = 50
-    dropout: float = 0.2
+    hidden: int = bounded(50, low=1)
+    dropout: float = bounded(0.2, low=0, high=1)
     finetune: Literal["none", "char", "all"] = "none"   # parts of the 350-d word vectors that train with the LSTM
     pooling: Literal["mean", "last"] = "mean"           # h = mean of the LSTM states | the last state (the paper)
-    max_tokens: int = 100        # per component: SemEval comment threads run to thousands of tokens
+    max_tokens: int = bounded(100, low=1)   # per component: SemEval comment threads run to thousands of tokens
     train: TrainConfig = TrainConfig()
     variants: dict[str, VariantConfig] = field(default_factory=dict)
     finetuned: dict[str, VariantConfig] = field(default_factory=dict)   # channel F's rows: stage finetune, off by default
@@ -352,12 +357,12 @@ class ServeConfig:
     """
 
     host: str = "127.0.0.1"         # loopback; on any other address writing feedback needs the token
-    port: int = 8000
+    port: int = bounded(8000, low=1, high=65535)
     workers: int = 2                # gunicorn processes, each one search at a time; the model is loaded once, before the fork
-    timeout: int = 120              # seconds a worker may take to load the model, or to answer one request
-    max_k: int = 100                # tickets one search may ask for
-    max_text: int = 4000            # characters of a query's subject + description
-    max_request_bytes: int = 65536  # a larger body is refused (413); a URL is bounded at 8190 bytes by gunicorn
+    timeout: int = bounded(120, low=1)   # seconds a worker may take to load the model, or to answer one request
+    max_k: int = bounded(100, low=1)     # tickets one search may ask for
+    max_text: int = bounded(4000, low=1)   # characters of a query's subject + description
+    max_request_bytes: int = bounded(65536, low=1024)   # a larger body is refused (413); gunicorn bounds a URL at 8190 bytes
     feedback: str = "feedback/judgments.jsonl"   # the journal of judgments; contradicting ones go beside it
 
 
@@ -384,9 +389,9 @@ class TuneConfig:
     enabled: bool = False           # false: no search, the tuned file gets the final variant's own (learned) weights
     storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study
     study: str = "ticketsim-tune"   # study name prefix: <study>-<dataset>-<hash of the search config and data>
-    n_trials: int = 20              # finished (complete or pruned) trials of the study, over every worker and resume
+    n_trials: int = bounded(20, low=1)   # finished (complete or pruned) trials of the study, over every worker and resume
     timeout: float | None = 600.0   # seconds a worker keeps starting trials
-    workers: int = 1                # processes running trials of the study at once
+    workers: int = bounded(1, low=1)   # processes running trials of the study at once
     sampler: Literal["tpe", "grid"] = "tpe"     # tpe: continuous ranges; grid: TPE over the paper's grid values only
     mode: Literal["rescore", "retrain"] = "rescore"   # rescore: one trained model, new W and V on its cached h
     objective: Literal["map", "mse"] = "map"    # dev rerank MAP (maximised) or dev MSE of calibrated scores (minimised)
@@ -515,11 +520,27 @@ def build(cls: type, values: dict[str, Any], where: str) -> Any:
     if not isinstance(values, dict):
         raise ConfigError(f"{where}: expected a mapping, got {values!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(values) - fields
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(values) - set(fields)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(fields)}")
-    return cls(**{key: coerce(hints[key], value, f"{where}.{key}") for key, value in values.items()})
+    built = {key: coerce(hints[key], value, key_of(where, key)) for key, value in values.items()}
+    for key, value in built.items():
+        if "range" in fields[key].metadata and value is not None:
+            check_range(value, *fields[key].metadata["range"], key_of(where, key))
+    return cls(**built)
+
+
+def key_of(where: str, key: str) -> str:
+    """A key as messages name it: below a file's top level file:key (params.yaml:serve.max_k), below that dotted."""
+    return f"{where}:{key}" if where.endswith((".yaml", ".yml")) else f"{where}.{key}"
+
+
+def check_range(value: float, low: float | None, high: float | None, where: str) -> None:
+    if (low is not None and value < low) or (high is not None and value > high):
+        allowed = f"from {low} to {high}" if low is not None and high is not None else \
+            f"at least {low}" if low is not None else f"at most {high}"
+        raise ConfigError(f"{where}: {value!r} is out of range; allowed: {allowed}")
 
 
 def coerce(hint: Any, value: Any, where: str) -> Any:
