@@ -163,13 +163,14 @@ def test_the_page_escapes_hostile_ticket_text_and_judges_hits_by_its_buttons(ser
     assert "&lt;script&gt;alert(&#39;subject&#39;)&lt;/script&gt;" in html and "&lt;/pre&gt;&lt;script&gt;" in html
     assert html.count('class="judge"') == 81 and html.count('value="YES"') == 81 and "not relevant" in html
 
-    answer = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "REL"})
+    answer = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "REL"}, follow_redirects=True)
     assert answer.status_code == 200 and "recorded: REL for ticket EVIL1" in answer.get_data(as_text=True)
     assert 'value="REL" class="chosen"' in answer.get_data(as_text=True)
     [row] = lines(tmp_path / "judgments.jsonl")
     # The textarea's CRLF is the API's LF: one query, whichever way it was judged.
     assert row["description"] == "seal leaks\nwater under the pump" and row["via"] == "page"
-    assert page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "NO"}).status_code == 409
+    conflict = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "NO"}, follow_redirects=True)
+    assert "NO for ticket EVIL1 contradicts REL at" in conflict.get_data(as_text=True)
     other_site = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "YES"},
                            headers={"Origin": "http://evil.example"})
     assert other_site.status_code == 403 and len(lines(tmp_path / "judgments.jsonl")) == 1
@@ -214,7 +215,7 @@ def test_a_journal_line_that_is_no_judgment_is_skipped_and_named_and_every_later
         named = answer.get_json()["skipped"]
         assert len(named) == len(skipped) and all(line.startswith(start) for line, start in zip(named, skipped))
     assert "`ticketsim feedback export` refuses the journal until this line is fixed or removed" in conflict.get_json()["skipped"][0]
-    form = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "REL"})
+    form = page.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "REL"}, follow_redirects=True)
     assert form.status_code == 200 and f"the first: {path}:2: skipped, not valid JSON" in form.get_data(as_text=True)
 
     restarted = client(served, tmp_path).post("/api/feedback", json=body)   # a new worker reads the journal from the start
@@ -245,7 +246,7 @@ def test_writing_feedback_needs_the_token_off_loopback_and_whenever_there_is_one
     assert signed_in.status_code == 303 and "HttpOnly" in signed_in.headers["Set-Cookie"]
     assert 'action="/token"' not in guarded.get("/", query_string=search_args()).get_data(as_text=True)
     page_click = guarded.post("/feedback", data={**search_args(), "ticket_id": "EVIL1", "label": "NO"})
-    assert page_click.status_code == 200 and [r["label"] for r in lines(tmp_path / "judgments.jsonl")] == ["YES", "NO"]
+    assert page_click.status_code == 303 and [r["label"] for r in lines(tmp_path / "judgments.jsonl")] == ["YES", "NO"]
 
 
 def test_the_served_model_takes_judgments_only_with_its_journal_and_token(served, tmp_path, monkeypatch):

@@ -10,25 +10,32 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Calibrator:
-    """The fitted monotone step-and-ramp map: linear between thresholds, clipped outside them (as scikit-learn's)."""
+    """The fitted monotone step-and-ramp map: linear between thresholds, clipped outside them (as scikit-learn's).
+
+    `fitted` False: nothing was fitted (UNCALIBRATED), so the 1-5 figure it gives is g stretched, not a label's meaning;
+    a search then shows g itself (ticketsim.search.searcher)."""
 
     x: tuple[float, ...]
     y: tuple[float, ...]
+    fitted: bool = True
 
     def __call__(self, scores: np.ndarray) -> np.ndarray:
         return np.interp(np.asarray(scores, dtype=np.float64), self.x, self.y)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self)) + "\n")
+        data = asdict(self)
+        if self.fitted:     # a fitted calibrator's file as before the flag: the bundles' bytes (and index hashes) unchanged
+            del data["fitted"]
+        Path(path).write_text(json.dumps(data) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
         data = json.loads(Path(path).read_text())
-        return cls(tuple(data["x"]), tuple(data["y"]))
+        return cls(tuple(data["x"]), tuple(data["y"]), bool(data.get("fitted", True)))
 
 
-# Without labelled pairs there is nothing to fit: g in [0, 1] is stretched onto the scale, 1 + 4g.
-UNCALIBRATED = Calibrator((0.0, 1.0), (1.0, 5.0))
+# Without labelled pairs there is nothing to fit: g in [0, 1] is stretched onto the scale, 1 + 4g, and marked unfitted.
+UNCALIBRATED = Calibrator((0.0, 1.0), (1.0, 5.0), fitted=False)
 
 
 def fit_calibrator(scores: np.ndarray, labels: np.ndarray) -> Calibrator:

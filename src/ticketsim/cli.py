@@ -211,7 +211,7 @@ def search_command(args: argparse.Namespace) -> int:
     """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON."""
     import polars as pl
 
-    from ticketsim.search.searcher import Searcher
+    from ticketsim.search.searcher import LEGEND, Searcher
 
     if args.queries and (args.subject or args.description):
         print("ticketsim search: give --subject/--description or --queries, not both", file=sys.stderr)
@@ -227,7 +227,10 @@ def search_command(args: argparse.Namespace) -> int:
         print(f"ticketsim search: {args.model} has no query export (its variant needs torch, or it was bundled before "
               "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
     answers = searcher.search(queries, args.k)
-    print(json.dumps([a.as_dict() for a in answers], indent=2) if args.json else "\n\n".join(a.as_text() for a in answers))
+    if args.json:
+        print(json.dumps([a.as_dict() for a in answers], indent=2))
+    else:   # the legend once, as the page shows it: what score and g mean for this model
+        print("\n\n".join([LEGEND[searcher.queries.calibrator.fitted], *(a.as_text() for a in answers)]))
     return OK
 
 

@@ -1,7 +1,8 @@
 """The MLflow pyfunc flavour of a bundle and its search index. The request's columns say what it asks:
 
 - `subject, description` (a search): each row's top-k tickets of the knowledge base (k: the request's param, default 10)
-  as ticket_ids, calibrated 1-5 scores, the raw similarities g (which order equal scores), reasons and warnings;
+  as ticket_ids, calibrated 1-5 scores (None where the model has no calibration: trained without labelled pairs), the
+  raw similarities g (which order equal scores), reasons and warnings;
 - `query_subject, query_description, ticket_subject, ticket_description, ticket_solution` (pairs, as before the index):
   each row's calibrated 1-5 score;
 - `subject, description, ticket_id, label` (judgments, YES/REL/NO): each row recorded in the feedback journal as the
@@ -106,7 +107,8 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
             raise DataError([f"k = {k}: at most {ServeConfig.max_k} tickets per search"])
         answers = self.searcher.search(queries_of_requests(model_input), k)
         return pd.DataFrame({"ticket_ids": [[h.ticket_id for h in a.hits] for a in answers],
-                             "scores": [[round(h.calibrated, 4) for h in a.hits] for a in answers],
+                             "scores": [[None if h.calibrated is None else round(h.calibrated, 4) for h in a.hits]
+                                        for a in answers],
                              "raw_scores": [[h.score for h in a.hits] for a in answers],
                              "reasons": [[h.reasons for h in a.hits] for a in answers],
                              "warnings": [list(a.warnings) for a in answers]})

@@ -123,7 +123,7 @@ def train_row(dataset: Dataset, row: Row) -> Trained:
                                         row.plots / f"reliability_{row.name}.png", dataset.name)
     else:
         calibrator, results = UNCALIBRATED, {"unevaluated": f"datasets.{dataset.name} has no labelled pairs: no "
-                                                            f"figure; scores calibrated as 1 + 4g"}
+                                                            f"figure, no calibration: a search shows the raw similarity g"}
         row.plots.mkdir(parents=True, exist_ok=True)    # no reliability to plot; the folder is the stage's output
     calibrator.save(row.out / "calibrator.json")
     scales = {c: s for c, s in data.scales.items() if c in reads(metric)}

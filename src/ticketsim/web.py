@@ -1,7 +1,10 @@
 """`ticketsim serve`'s Flask app: the search page and its small JSON API, over one Searcher and one feedback Journal.
 
-- `GET /`: a query form (GET, so a search is a link), the ranked tickets with their solution, the reasons each was
-  found, and per hit the buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post to `/feedback`;
+- `GET /`: a query form (GET, so a search is a link), a legend of what the figures mean, the ranked tickets with their
+  similarity (calibrated 1-5 where the model has a calibration, and the raw g), description (collapsed), solution and
+  the reasons each was found, and per hit the buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post
+  to `/feedback`; a judgment taken is answered by a redirect to the page (POST-redirect-GET: a reload sends nothing
+  again), a refused one on the page with its status;
 - `GET /api/search?subject=&description=&k=`: the same answer as JSON; `POST /api/feedback` (JSON: subject, description,
   ticket_id, label): one judgment, answered once it is on disk (ticketsim.data.feedback);
 - `GET /health`: ok.
@@ -38,6 +41,8 @@ PAGE = """<!doctype html>
  pre { white-space: pre-wrap; background: #f4f4f4; padding: .4rem; margin: .3rem 0; }
  .judge, .token { display: block; margin-top: .3rem; }
  .judge button.chosen { font-weight: bold; outline: 2px solid #484; } .token { margin: .5rem 0; }
+ .legend { color: #555; font-size: .9rem; border-left: 3px solid #ccc; padding-left: .5rem; }
+ details.description summary { cursor: pointer; color: #555; }
 </style></head><body>
 <h1>Search the knowledge base</h1>
 <form method="get" action="/">
@@ -57,12 +62,15 @@ PAGE = """<!doctype html>
 {% endif %}
 {% if answer %}
  {% for note in answer.warnings %}<p class="note">{{ note }}</p>{% endfor %}
+ <p class="legend" id="legend">{{ answer.legend }}</p>
  <ol id="results">
  {% set similarities = answer.similarities() %}
  {% for hit in answer.hits %}
-  <li class="hit" data-ticket="{{ hit.ticket_id }}"><span class="score">{{ "%.2f"|format(hit.calibrated) }}</span> / 5
-   <span class="similarity" title="the model's raw similarity g, which orders equal scores">g {{ similarities[loop.index0] }}</span>
+  <li class="hit" data-ticket="{{ hit.ticket_id }}">
+   {%- if answer.calibrated %}<span class="score">score {{ "%.2f"|format(hit.calibrated) }} / 5</span> {% endif -%}
+   <span class="similarity">g {{ similarities[loop.index0] }}</span>
    &nbsp; <b>{{ hit.ticket_id }}</b> {{ hit.subject }}
+   <details class="description"><summary>description</summary><pre>{{ hit.description }}</pre></details>
    <pre class="solution">{{ hit.solution }}</pre>
    <div class="why">why:
     {% for part in hit.reasons.parts %}<div class="part">query {{ part.query }} ~ ticket {{ part.ticket }}:
@@ -148,17 +156,22 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
 
     @app.get("/")
     def search_page():
-        return page(*query_of(request.args))
+        judged = (request.args["judged"], request.args.get("label", "")) if "judged" in request.args else None
+        return page(*query_of(request.args), notice=request.args.get("notice") or None, judged=judged)
 
     @app.post("/feedback")
     def feedback_form():
         if cross_site():
             return "refused: a form of another site posted here", 403
         status, outcome = judge(request.form, "page", request.cookies.get(COOKIE))
-        notice = outcome.get("message")
-        judged = (request.form.get("ticket_id", ""), request.form.get("label", "")) if status == 200 else None
-        return page(*query_of(request.form), notice=notice, error="; ".join(outcome.get("problems", [])) or None,
-                    judged=judged, status=status)
+        if "message" not in outcome:    # refused (nothing written): said on the page, with the status
+            return page(*query_of(request.form), error="; ".join(outcome.get("problems", [])), status=status)
+        # Taken (recorded, repeated, kept apart): the page again by GET, so reloading it sends nothing a second time.
+        subject, description, k = query_of(request.form)
+        shown = {"subject": subject, "description": description, "k": k, "notice": outcome["message"]}
+        if status == 200:   # the button the agent chose is marked; a conflict marks none (the first label stands)
+            shown |= {"judged": request.form.get("ticket_id", ""), "label": request.form.get("label", "")}
+        return redirect("/?" + urlencode(shown), code=303)
 
     @app.post("/token")
     def token_form():

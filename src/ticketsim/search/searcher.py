@@ -1,4 +1,5 @@
-"""Query texts -> the exact top-k tickets of a knowledge base, with calibrated 1-5 scores and the reasons for each.
+"""Query texts -> the exact top-k tickets of a knowledge base, with their similarity (calibrated 1-5 where the model has
+a calibration, else the raw g) and the reasons for each.
 
 One Searcher serves the command line, the MLflow model and the web page: a bundle (the model, its queries read by
 search/queries.py) and a TicketIndex whose vectors that bundle's weights folded (checked by hash when it loads).
@@ -26,6 +27,14 @@ from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 PHRASES_CACHED = 10_000     # tickets whose phrases a searcher keeps
+# What the figures of a hit mean, in the words every reader gets (the page's legend, `ticketsim search`'s table): the
+# 1-5 figure only where a calibration was fitted on labelled pairs, else g alone, so a figure means the same everywhere.
+LEGEND = {
+    True: "score: the similarity calibrated on labelled pairs to the labels' 1-5 scale (5 solved it, 3 related, "
+          "1 not relevant); g: the model's raw similarity, 0 to 1, which orders equal scores",
+    False: "g: the model's raw similarity, 0 to 1 (higher is more alike); compare hits by it. No 1-5 score: this model "
+           "was trained without labelled pairs, so nothing calibrates g to the labels' scale",
+}
 
 
 @dataclass(frozen=True)
@@ -33,8 +42,9 @@ class Hit:
     rank: int
     ticket_id: str
     score: float            # g, the model's similarity in (0, 1]
-    calibrated: float       # g on the 1-5 label scale (the bundle's isotonic calibrator)
+    calibrated: float | None    # g on the 1-5 label scale (the bundle's isotonic calibrator); None: no calibration fitted
     subject: str
+    description: str
     solution: str
     reasons: dict           # reasons.reasons: the matched parts with their shared phrases, the coherent shared topics
 
@@ -44,25 +54,33 @@ class Answer:
     query_id: str
     hits: tuple[Hit, ...]
     warnings: tuple[str, ...] = ()
+    calibrated: bool = True     # the hits have a calibrated 1-5 score (the bundle's calibrator was fitted on labels)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def legend(self) -> str:
+        return LEGEND[self.calibrated]
 
     def similarities(self) -> list[str]:
         """Each hit's raw g as text, with the digits that order hits whose calibrated scores tie."""
         return similarity_labels([hit.score for hit in self.hits])
 
     def as_text(self, width: int = 60) -> str:
-        """A table for people: rank, ticket, calibrated score, raw g, subject, the solution's first line, the reasons."""
+        """A table for people: rank, ticket, calibrated score (where there is one), raw g, subject, the solution's first
+        line, the reasons. LEGEND says what the figures mean."""
         similarities = self.similarities()
         g_width = max(map(len, similarities), default=1)
-        indent = " " * (28 + g_width)
+        score_width = 7 if self.calibrated else 0     # "  3.71 " before g
+        indent = " " * (21 + score_width + g_width)
+        head = f"{'rank':>4}  {'ticket':<12} " + (f"{'score':>5}  " if self.calibrated else "")
         lines = [f"query {self.query_id}", *(f"  note: {w}" for w in self.warnings),
-                 f"{'rank':>4}  {'ticket':<12} {'score':>5}  {'g':<{g_width}}  {'subject':<{width}}  solution (first line)"]
+                 f"{head}{'g':<{g_width}}  {'subject':<{width}}  solution (first line)"]
         for hit, g in zip(self.hits, similarities):
             first = hit.solution.strip().splitlines()[0] if hit.solution.strip() else ""
-            subject = clip(hit.subject, width)
-            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {hit.calibrated:5.2f}  {g:<{g_width}}  {subject:<{width}}  "
+            score = f"{hit.calibrated:5.2f}  " if self.calibrated else ""
+            lines.append(f"{hit.rank:>4}  {hit.ticket_id:<12} {score}{g:<{g_width}}  {clip(hit.subject, width):<{width}}  "
                          f"{clip(first, width)}")
             parts = [f"query {p['query']} ~ ticket {p['ticket']}: {', '.join(p['phrases'])}" for p in hit.reasons["parts"]]
             lines += [f"{indent}{'why:' if i == 0 else '    '} {part}" for i, part in enumerate(parts or ["no shared words"])]
@@ -112,19 +130,21 @@ class Searcher:
             lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
             rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            found = index.tickets[rows.tolist()].select("ticket_id", "subject", "solution", "topics").to_dicts()
-            calibrated = self.queries.calibrator(scores)
+            found = index.tickets[rows.tolist()].select("ticket_id", "subject", "description", "solution", "topics").to_dicts()
+            fitted = self.queries.calibrator.fitted
+            calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
             hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
                          for rank, hit in enumerate(zip(rows, found, scores, calibrated), start=1))
-            answers.append(Answer(query_id, hits, self.warnings(words[i], k)))
+            answers.append(Answer(query_id, hits, self.warnings(words[i], k), fitted))
         return answers
 
-    def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float, query_topics: np.ndarray,
+    def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float | None, query_topics: np.ndarray,
             query_phrases: dict) -> Hit:
-        """ticket: the row's ticket_id, subject, solution and topics; query_phrases: the query's part_phrases."""
+        """ticket: the row's ticket_id, subject, description, solution and topics; query_phrases: the query's part_phrases."""
         why = reasons(query_phrases, self.ticket_phrases(int(row)), query_topics, ticket["topics"], self.topic_labels,
                       self.index.lexical.idf)
-        return Hit(rank, ticket["ticket_id"], float(score), float(calibrated), ticket["subject"] or "", ticket["solution"] or "", why)
+        return Hit(rank, ticket["ticket_id"], float(score), None if calibrated is None else float(calibrated),
+                   ticket["subject"] or "", ticket["description"] or "", ticket["solution"] or "", why)
 
     def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
         notes = []
