@@ -45,7 +45,7 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "--out /tmp/cmp/models/default/comparators/mvlstm --metrics /tmp/cmp/metrics/default/comparators/mvlstm.json "
     "--plots /tmp/cmp/plots/default/comparators/mvlstm --params /tmp/cmp/params.yaml":
         "needs the pipeline's outputs and minutes of training: tests/test_pipeline.py runs every comparators stage",
-    "ticketsim export --out data/labeled --set-params": "tests/retrain_workspace.py (make_workspace) and tests/test_intake_pairs.py",
+    "ticketsim export --out data/labeled --set-params": RUN_HERE + " (its output as docs/retraining.md shows it)",
     "dvc add data/labeled": "tests/retrain_workspace.py (make_workspace)",
     'git add data/labeled.dvc data/.gitignore params.yaml && git commit -m "labelled data under DVC"':
         "tests/retrain_workspace.py (make_workspace)",
@@ -93,6 +93,10 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         TICKETS_ONLY,
     'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
         TICKETS_ONLY,
+    "ticketsim validate --csv exports/mydesk --columns servicenow --tickets-only":
+        "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)",
+    "python benchmarks/dayone_exports.py --sizes 1 5 300":
+        "a benchmark of the day-one pipeline in a clone per export shape and size (minutes each), not a test",
     "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
         "a benchmark of about 16 minutes (the tickets-only pipeline on 500 SemEval threads), not a test",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
@@ -157,6 +161,23 @@ def test_validate_runs_as_shown_on_an_exported_folder_a_help_desk_export_and_the
         assert isinstance(json.loads(done.stdout), dict)      # the intake report: counts of what was tolerated
 
 
+def output_shown_after(doc: Path, command: str) -> str:
+    """The text of the first plain ``` block after the ```bash block that shows `command`: the output the doc promises."""
+    text = doc.read_text()
+    after = text.index("```\n", text.index(command))        # the end of the command's block
+    return re.search(r"^```\n(.*?)^```", text[after + 4:], re.M | re.S)[1]
+
+
+def test_the_export_prints_the_figures_docs_retraining_shows(tmp_path):
+    """The corpus sizes the doc states are what its command writes (they drifted once: 180 queries shown, 350 written)."""
+    command = "ticketsim export --out data/labeled --set-params"
+    assert COMMANDS[command].startswith(RUN_HERE)
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())     # --set-params edits it
+    done = shell(command.replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == output_shown_after(REPO / "docs/retraining.md", command)
+
+
 # ----------------------------------------------------------------------------------- the SemEval switch, as written
 def org_question(number: int, label: str, subject: str, body: str, related: str, comments: list[str]) -> str:
     """One OrgQuestion with one related thread, in the organizers' layout (attributes as in the dev file)."""
@@ -199,6 +220,13 @@ def test_the_semeval_switch_of_the_readme_runs_as_written_up_to_prepare(tmp_path
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     params = yaml.safe_load((repo / "params.yaml").read_text())   # the experiment's params, applied to the workspace
     assert params["datasets"]["semeval"] == {"source": "semeval2016", "raw": "../shared/data/semeval2016-task3"}
+    # What docs/datasets.md says of the rewrite: no other value changed, but over a hundred lines of the file did.
+    committed = yaml.safe_load(subprocess.run(["git", "show", "HEAD:params.yaml"], cwd=repo, capture_output=True,
+                                              text=True, check=True).stdout)
+    assert {k: v for k, v in params.items() if k != "datasets"} == {k: v for k, v in committed.items() if k != "datasets"}
+    assert params["datasets"]["default"] == committed["datasets"]["default"]
+    counts = subprocess.run(["git", "diff", "--numstat", "params.yaml"], cwd=repo, capture_output=True, text=True).stdout
+    assert sum(map(int, counts.split()[:2])) > 100, counts
     corpus = Corpus.read(repo / "data/semeval/prepared")
     assert sorted(corpus.pairs["split"]) == ["dev"] * 3 + ["train"] * 6 and corpus.tickets.height == 9
     assert sorted(corpus.pairs["label"]) == [1, 1, 1, 3, 3, 3, 5, 5, 5]     # PerfectMatch 5, Relevant 3, Irrelevant 1

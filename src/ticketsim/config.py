@@ -358,7 +358,7 @@ class ServeConfig:
 
     host: str = "127.0.0.1"         # loopback; on any other address writing feedback needs the token
     port: int = bounded(8000, low=1, high=65535)
-    workers: int = 2                # gunicorn processes, each one search at a time; the model is loaded once, before the fork
+    workers: int = 2                # gunicorn processes, each one search at a time, each loading the model once after the fork
     timeout: int = bounded(120, low=1)   # seconds a worker may take to load the model, or to answer one request
     max_k: int = bounded(100, low=1)     # tickets one search may ask for
     max_text: int = bounded(4000, low=1)   # characters of a query's subject + description
