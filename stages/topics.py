@@ -7,7 +7,9 @@ from ticketsim.channels.topics import (
     coherence_summary,
     coherence_table,
     fit_topic_models,
+    heldout_count,
     perplexity_markdown,
+    said_of,
     topic_vectors,
     topic_words_markdown,
 )
@@ -27,6 +29,8 @@ def main() -> None:
     with stage.run({"seed": params.seed, "topics": cfg}):
         tokens = Tokens.read(args.tokens)
         models = fit_topic_models(tokens, cfg, params.seed)
+        for line in said_of(models):
+            print(f"topics@{stage.dataset}: {line}")
         for model in models.values():
             model.save(args.models)
             for record in model.history:
@@ -37,7 +41,8 @@ def main() -> None:
         coherence = coherence_table(tokens, models, cfg.top_words)
         reports = Path(args.reports)
         reports.mkdir(parents=True, exist_ok=True)
-        (reports / "perplexity.md").write_text(perplexity_markdown(perplexity, models, stage.dataset, cfg.heldout))
+        heldout = heldout_count(tokens.tickets.height, cfg.heldout)
+        (reports / "perplexity.md").write_text(perplexity_markdown(perplexity, models, stage.dataset, heldout))
         (reports / "topic_words.md").write_text(topic_words_markdown(models, cfg.top_words, stage.dataset, coherence, cfg.coherence))
         summary = coherence_summary(coherence, cfg.coherence)
         stage.metrics({"perplexity": perplexity, "coherence": summary},

@@ -17,7 +17,7 @@ from search_bundle import make_bundle
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import ColumnMapping, ConfigError, DatasetConfig, load_params
 from ticketsim.data import csvsource
-from ticketsim.data.columns import READY_MADE, html_text, resolve
+from ticketsim.data.columns import HTML_MARKUP, READY_MADE, html_text, resolve
 from ticketsim.data.csvsource import read_records, read_table
 from ticketsim.data.manifest import MissingSource, manifest
 from ticketsim.data.sources import load_corpus
@@ -27,6 +27,12 @@ EXPORTS = Path(__file__).parent / "fixtures" / "exports"
 JIRA = EXPORTS / "jira"   # a dataset folder: tickets and queries as Jira exports them, pairs in ticketsim's layout
 FILES = {"jira": JIRA / "tickets.csv", "servicenow": EXPORTS / "servicenow.csv", "zendesk": EXPORTS / "zendesk.jsonl",
          "otrs": EXPORTS / "otrs.jsonl"}
+# Every export shape of every ready-made mapping (its file -> the mapping): with and without the optional columns, with
+# HTML where the system can write it.
+SHAPES = {**{path: name for name, path in FILES.items()},
+          EXPORTS / "jira-html.csv": "jira", EXPORTS / "jira-current-fields.csv": "jira",
+          EXPORTS / "servicenow-no-work-notes.csv": "servicenow", EXPORTS / "servicenow-journals.csv": "servicenow",
+          EXPORTS / "zendesk-no-comments.jsonl": "zendesk", EXPORTS / "otrs-html.jsonl": "otrs"}
 
 
 def csv_rows(path: Path) -> list[list[str]]:
@@ -51,7 +57,7 @@ def refused(read, *args, **kwargs) -> list[str]:
 
 # ---------------------------------------------------------------- the ready-made mappings, on their export shapes
 
-def test_jira_joins_resolution_and_every_comment_column_in_order_without_their_heads():
+def test_jira_joins_every_comment_column_in_order_without_their_heads_then_the_resolution():
     header, *rows = csv_rows(FILES["jira"])
     assert header.count("Comment") == 3 and header.count("Watchers") == 2   # repeated columns, as Jira writes them
     tickets = by_id(read_records(FILES["jira"], "tickets", "jira"))
@@ -59,7 +65,7 @@ def test_jira_joins_resolution_and_every_comment_column_in_order_without_their_h
     for row in rows:
         ticket = tickets[row[header.index("Issue key")]]
         comments = [row[at].split(";", 2)[2] for at, name in enumerate(header) if name == "Comment" and row[at]]
-        assert ticket["solution"] == "\n\n".join([row[header.index("Resolution")], *comments])
+        assert ticket["solution"] == "\n\n".join([*comments, row[header.index("Resolution")]])
         assert ticket["subject"] == row[header.index("Summary")]
         assert ticket["description"] == row[header.index("Description")]
     assert all(not re.search(r"\d{2}/\w{3}/\d{2}.*;", t["solution"]) for t in tickets.values())
@@ -104,6 +110,68 @@ def test_otrs_reads_the_first_article_as_description_and_the_later_ones_as_solut
         assert ticket["solution"] == "\n\n".join(a["Body"] for a in record["Article"][1:])
 
 
+def test_jira_html_is_reduced_to_text_and_a_solution_starts_with_the_first_comment_not_the_resolution_code():
+    path = EXPORTS / "jira-html.csv"
+    header, *rows = csv_rows(path)
+    assert header.count("Comment") == 2 and "<br/>" in rows[0][header.index("Description")]
+    tickets = by_id(read_records(path, "tickets", "jira"))
+    for row in rows:
+        ticket = tickets[row[header.index("Issue key")]]
+        comments = [html_text(row[at].split(";", 2)[2]) for at, name in enumerate(header) if name == "Comment" and row[at]]
+        resolution = row[header.index("Resolution")]
+        assert ticket["description"] == html_text(row[header.index("Description")])
+        assert ticket["solution"] == "\n\n".join([*comments, resolution])
+        assert ticket["solution"].splitlines()[0] != resolution or not comments
+    assert "15°C" in tickets["OPS-201"]["description"] and "Xp 4.5 %" in tickets["OPS-201"]["solution"]
+    assert tickets["OPS-203"]["solution"] == "Won't Fix"          # no comment: the resolution is all there is
+
+
+@pytest.mark.parametrize("path", list(SHAPES), ids=lambda path: path.name)
+def test_no_export_shape_leaves_html_markup_in_a_text_field(path):
+    for ticket in read_records(path, "tickets", SHAPES[path]).iter_rows(named=True):
+        for field in ("subject", "description", "solution"):
+            assert not HTML_MARKUP.search(ticket[field] or ""), (ticket["ticket_id"], field, ticket[field])
+
+
+def test_html_auto_keeps_plain_text_and_wiki_markup_as_written():
+    records = jsonl_records(EXPORTS / "otrs-html.jsonl")
+    tickets = by_id(read_records(EXPORTS / "otrs-html.jsonl", "tickets", "otrs"))
+    assert tickets[records[1]["TicketNumber"]]["solution"] == records[1]["Article"][1]["Body"]   # <s.berg@example.com> kept
+    assert tickets[records[0]["TicketNumber"]]["solution"] == html_text(records[0]["Article"][1]["Body"])
+    header, *rows = csv_rows(FILES["jira"])
+    jira = by_id(read_records(FILES["jira"], "tickets", "jira"))
+    assert [jira[row[1]]["description"] for row in rows] == [row[header.index("Description")] for row in rows]   # {code} kept
+
+
+@pytest.mark.parametrize("path, solution", [
+    (EXPORTS / "jira-current-fields.csv", lambda row: ""),                         # no Comment, no Resolution column
+    (EXPORTS / "servicenow-no-work-notes.csv", lambda row: row["close_notes"]),    # an incident list without work notes
+    (EXPORTS / "zendesk-no-comments.jsonl", lambda row: ""),                       # tickets without their comments inline
+], ids=lambda value: value.name if isinstance(value, Path) else "")
+def test_an_export_without_the_optional_columns_reads_the_columns_it_has(path, solution):
+    tickets = read_records(path, "tickets", SHAPES[path])
+    raw = jsonl_records(path) if path.suffix == ".jsonl" else [dict(zip(csv_rows(path)[0], row)) for row in csv_rows(path)[1:]]
+    assert tickets["solution"].to_list() == [solution(row) for row in raw]
+    assert tickets.height == len(raw) and all(tickets["description"])
+
+
+def test_servicenow_joins_close_notes_work_notes_and_comments_without_journal_heads_or_code_markers():
+    path = EXPORTS / "servicenow-journals.csv"
+    tickets = by_id(read_records(path, "tickets", "servicenow"))
+    first = tickets["INC0030201"]["solution"].split("\n\n")
+    assert first == ["Allowed UDP 3478-3481 outbound on the branch firewall.",
+                     "Firewall log shows UDP 3478 denied > 200 times per call.",
+                     "Reproduced on two laptops in the branch office.",
+                     "Calls should be stable now, please tell us if they drop again."]
+    assert tickets["INC0030202"]["solution"] == "Updated the scan-to-folder profile to the new share path."
+
+
+def test_a_required_column_is_still_required_beside_optional_ones(tmp_path):
+    path = write(tmp_path, "incidents.csv", (EXPORTS / "servicenow-no-work-notes.csv").read_text().replace("close_notes", "notes"))
+    problems = refused(read_records, path, "tickets", "servicenow")
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:1: missing column(s) 'close_notes' (for solution)")
+
+
 @pytest.mark.parametrize("name", list(READY_MADE))
 def test_every_ready_made_mapping_reads_its_export_as_queries_too(name):
     queries = read_table(FILES[name], "queries", READY_MADE[name])
@@ -123,9 +191,9 @@ def jira_dataset(tmp_path: Path, columns: str) -> Path:
 @pytest.mark.parametrize("columns", [
     "    columns: jira\n",
     "    columns:\n      use: jira\n",
-    "    columns:\n      tickets: {ticket_id: Issue key, subject: Summary, description: Description, solution: [Resolution, Comment]}\n"
+    "    columns:\n      tickets: {ticket_id: Issue key, subject: Summary, description: Description, solution: ['Comment?', 'Resolution?']}\n"
     "      queries: {query_id: Issue key, subject: Summary, description: Description}\n"
-    "      strip: {Comment: '^[^;]*;[^;]*;'}\n",
+    "      html: auto\n      strip: {Comment: '^[^;]*;[^;]*;'}\n",
 ])
 def test_a_dataset_reads_its_export_through_the_mapping_in_params(tmp_path, columns):
     params = load_params(jira_dataset(tmp_path, columns))
@@ -146,8 +214,8 @@ def test_use_starts_from_a_ready_made_mapping_and_the_keys_given_replace_its_own
     jira = by_id(read_records(FILES["jira"], "tickets", "jira"))
     for key, ticket in tickets.items():
         assert ticket["subject"] == jira[key]["subject"]
-        resolution = jira[key]["solution"].split("\n\n", 1)[0]
-        assert ticket["solution"] == jira[key]["solution"].removeprefix(resolution).lstrip("\n")
+        resolution = jira[key]["solution"].rsplit("\n\n", 1)[-1]
+        assert ticket["solution"] == jira[key]["solution"].removesuffix(resolution).rstrip("\n")
 
 
 def test_cli_validate_reads_an_export_folder_with_columns(tmp_path, capsys):
@@ -202,7 +270,7 @@ def test_a_record_without_any_text_names_every_column_it_read(tmp_path):
     path = write(tmp_path, "jira.csv", jira_text(blank))
     problems = refused(read_records, path, "tickets", "jira")
     assert len(problems) == 1 and problems[0].startswith(f"{path}:6: ticket_id (column 'Issue key') 'OPS-103': every text field is empty")
-    assert "solution (column 'Resolution' + 'Comment')" in problems[0] and "subject (column 'Summary')" in problems[0]
+    assert "solution (column 'Comment' + 'Resolution')" in problems[0] and "subject (column 'Summary')" in problems[0]
 
 
 def test_an_id_column_named_twice_is_refused_as_the_header_line(tmp_path):
@@ -267,6 +335,7 @@ def test_index_build_and_add_read_exports_through_columns(search_parts, tmp_path
     (ColumnMapping(pairs={"label": ()}), "--columns.pairs.label: name at least one column"),
     (ColumnMapping(strip={"Comment": "(unclosed"}), "--columns.strip.Comment: '(unclosed' is not a regular expression"),
     (ColumnMapping(use="freshdesk"), "--columns.use: 'freshdesk' is not a ready-made mapping"),
+    (ColumnMapping(tickets={"ticket_id": "Issue key?"}), "--columns.tickets.ticket_id: only a text field's columns may be optional"),
 ])
 def test_a_wrong_mapping_is_a_config_error_naming_the_key(spec, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

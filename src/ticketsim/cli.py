@@ -31,10 +31,14 @@ def validate_command(args: argparse.Namespace) -> int:
     from ticketsim.data.sources import load_corpus, read_dataset
     from ticketsim.data.validate import DataError, IntakeReport
 
+    if args.tickets_only and not args.csv:
+        print("--tickets-only checks a --csv folder; a dataset of params says so itself (labels: false)", file=sys.stderr)
+        return ERROR
     report = IntakeReport()
     try:
         if args.csv:
-            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv, columns=args.columns), report)
+            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv, columns=args.columns,
+                                       labels=not args.tickets_only), report)
         elif args.columns:
             dataset = load_params(args.params).dataset(args.dataset)
             if dataset.source != "csv":
@@ -46,9 +50,19 @@ def validate_command(args: argparse.Namespace) -> int:
             load_corpus(load_params(args.params), args.dataset, report)
     except DataError as error:
         print(error, file=sys.stderr)
+        if args.csv and not args.tickets_only and tickets_alone(Path(args.csv)):
+            print(f"{args.csv} holds tickets and no queries or pairs: add --tickets-only to check a day-one export",
+                  file=sys.stderr)
         return BAD_INPUT
     print(json.dumps(report.as_dict(), indent=2))
     return 0
+
+
+def tickets_alone(folder: Path) -> bool:
+    """The folder holds a tickets file and neither a queries nor a pairs file (a tickets-only export)."""
+    def holds(table: str) -> bool:
+        return any((folder / f"{table}.{ext}").is_file() for ext in ("csv", "jsonl"))
+    return holds("tickets") and not holds("queries") and not holds("pairs")
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
@@ -324,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     target = validate.add_mutually_exclusive_group(required=True)
     target.add_argument("dataset", nargs="?", help="a key of `datasets` in params.yaml")
     target.add_argument("--csv", help="a folder of tickets/queries/pairs .csv or .jsonl files")
+    validate.add_argument("--tickets-only", action="store_true",
+                          help="with --csv: the folder holds tickets alone, no labelled pairs yet (as labels: false)")
     validate.set_defaults(run=validate_command)
 
     evaluate = commands.add_parser("evaluate", help="score a dataset with a trained bundle and write its metrics")

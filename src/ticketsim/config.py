@@ -48,7 +48,8 @@ class ColumnMapping:
     tickets: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
     queries: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
     pairs: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
-    html: bool | None = None        # text fields hold HTML: keep the text a browser shows (None: as `use`, else no)
+    html: bool | Literal["auto"] | None = None   # text fields hold HTML: keep the text a browser shows; auto: only the
+                                                # values with HTML markup (None: as `use`, else no)
     strip: dict[str, str] = field(default_factory=dict)   # source column -> a regex whose matches are removed from it
     use: str | None = None
 

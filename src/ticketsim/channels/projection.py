@@ -33,8 +33,9 @@ def pca_2d(vectors: np.ndarray) -> np.ndarray:
     rows = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     rows = rows - rows.mean(0)
     _, _, axes = np.linalg.svd(rows, full_matrices=False)
-    axes = axes[:2] * np.sign(axes[:2][np.arange(2), np.abs(axes[:2]).argmax(1)])[:, None]
-    return rows @ axes.T
+    k = min(2, len(axes))       # a knowledge base of one ticket has one axis: its point lies at the origin
+    axes = axes[:k] * np.sign(axes[:k][np.arange(k), np.abs(axes[:k]).argmax(1)])[:, None]
+    return np.pad(rows @ axes.T, ((0, 0), (0, 2 - k)))
 
 
 def projection_plot(vectors: np.ndarray, labels: Sequence[str], path: str | Path, title: str) -> None:

@@ -59,6 +59,7 @@ class TopicModel:
     lda: LDATopics
     seconds: dict[str, float]
     perplexity: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()     # what a small knowledge base made it shrink or skip (said by said_of)
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
@@ -74,10 +75,15 @@ class TopicModel:
         return cls(name, vocabulary, docnade, [], topics, {})
 
 
+def heldout_count(n_tickets: int, heldout: int) -> int:
+    """How many tickets the perplexity table holds out: `heldout`, at most half of them (none of a single ticket)."""
+    return min(heldout, n_tickets // 2)
+
+
 def heldout_mask(n_tickets: int, heldout: int, seed: int) -> np.ndarray:
-    """A seeded random choice of `heldout` tickets (at most half of them), True where held out."""
+    """A seeded random choice of heldout_count tickets, True where held out."""
     mask = np.zeros(n_tickets, dtype=bool)
-    mask[np.random.default_rng(seed).choice(n_tickets, size=min(heldout, n_tickets // 2), replace=False)] = True
+    mask[np.random.default_rng(seed).choice(n_tickets, size=heldout_count(n_tickets, heldout), replace=False)] = True
     return mask
 
 
@@ -94,7 +100,14 @@ def fit_topic_model(shared: tuple[Tokens, TopicsConfig, int], name: str) -> Topi
     _, tickets = component_texts(tokens)
     training = ~heldout_mask(tokens.tickets.height, cfg.heldout, seed)
     documents = [doc for doc, keep in zip(tickets[MODELS[name]], training) if keep]
-    vocabulary = build_vocabulary(documents, cfg.vocabulary)
+    vocabulary, notes = build_vocabulary(documents, cfg.vocabulary), []
+    if not vocabulary.words:    # a small knowledge base: no word is in min_documents of its few tickets
+        vocabulary = build_vocabulary(documents, replace(cfg.vocabulary, min_documents=1))
+        notes.append(f"no word is in topics.vocabulary.min_documents ({cfg.vocabulary.min_documents}) of the "
+                     f"{len(documents)} training tickets, so the vocabulary keeps every word")
+    if not vocabulary.words:
+        raise ValueError(f"topics: the tickets' {MODELS[name].upper()} hold no word a topic model can learn from (only "
+                         "numbers, punctuation or stopwords)")
     encoded = [vocabulary.encode(doc) for doc in documents]
     start = time.perf_counter()
     docnade, history = train(encoded, DocNADEConfig(len(vocabulary.words), cfg.n_topics, cfg.docnade.activation), cfg.docnade,
@@ -102,7 +115,18 @@ def fit_topic_model(shared: tuple[Tokens, TopicsConfig, int], name: str) -> Topi
     middle = time.perf_counter()
     lda = train_lda(encoded, len(vocabulary.words), cfg.n_topics, cfg.lda, seed)
     model = TopicModel(name, vocabulary, docnade, history, lda, {"docnade": middle - start, "lda": time.perf_counter() - middle})
-    return replace(model, perplexity=heldout_perplexity(tokens, model, cfg, seed))
+    if not (~training).any():
+        notes.append(f"no ticket held out of {tokens.tickets.height}, so no held-out perplexity")
+    return replace(model, perplexity=heldout_perplexity(tokens, model, cfg, seed), notes=tuple(notes))
+
+
+def said_of(models: dict[str, TopicModel]) -> list[str]:
+    """One line per thing a small knowledge base made the models shrink or skip, naming the models it concerns."""
+    concerned: dict[str, list[str]] = {}
+    for model in models.values():
+        for note in model.notes:
+            concerned.setdefault(note, []).append(model.name.upper())
+    return [f"{' and '.join(names)}: {note}" for note, names in concerned.items()]
 
 
 def heldout_perplexity(tokens: Tokens, model: TopicModel, cfg: TopicsConfig, seed: int) -> dict:
@@ -121,7 +145,8 @@ def heldout_perplexity(tokens: Tokens, model: TopicModel, cfg: TopicsConfig, see
             scores[kind][component] = document_perplexity(values, lengths)
     model.seconds["perplexity"] = time.perf_counter() - start
     best_epoch = min(model.history, key=lambda h: h["validation_perplexity"])["epoch"]
-    return {**{k: {c: round(v, 3) for c, v in s.items()} for k, s in scores.items()},
+    # None, not NaN, where no held-out ticket has a word: the metrics file stays JSON
+    return {**{k: {c: None if np.isnan(v) else round(v, 3) for c, v in s.items()} for k, s in scores.items()},
             "vocabulary": len(model.vocabulary.words), "epochs": best_epoch}
 
 
@@ -137,7 +162,8 @@ def perplexity_markdown(table: dict, models: dict[str, TopicModel], title: str, 
     for component in COMPONENTS:
         cells = []
         for n in names:
-            cells += [f"{table[n][kind][component]:.1f}" for kind in ("docnade", "lda", "lda_bound")]
+            cells += ["–" if table[n][kind][component] is None else f"{table[n][kind][component]:.1f}"
+                      for kind in ("docnade", "lda", "lda_bound")]
         lines.append(f"| {component.upper()} | " + " | ".join(cells) + " |")
     lines += ["", "| model | trained on | vocabulary | DocNADE epochs (kept / run) | DocNADE s | LDA s | perplexity s |",
               "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -7,8 +7,10 @@ into one checked mapping, and turns each record of an export into its table's fi
 
 Joining a text field: its columns in the mapping's order; a column that the CSV header names several times (Jira's one
 "Comment" column per comment) or a JSON list gives all its values in order. Each value loses the matches of its
-column's `strip` regex and, with `html`, is reduced to the text a browser shows; empty values are left out and the rest
-joined by a blank line. An id, label, split or rank reads exactly one value.
+column's `strip` regex and, with `html` (true, or "auto" for a value that holds HTML markup), is reduced to the text a
+browser shows; empty values are left out and the rest joined by a blank line. A text field's column named with a
+trailing "?" may be missing from the export (a Jira export without any comment has no "Comment" column): the field joins
+the columns it finds. An id, label, split or rank reads exactly one value.
 
 JSONL: a name with dots reads inside objects and lists when the record has no key of that name: `comments.plain_body`
 is every comment's plain_body, `Article.0.Body` the first article's, `Article.1:.Body` every later one's (an index or a
@@ -37,30 +39,39 @@ JOIN = "\n\n"
 JIRA_COMMENT_HEAD = r"^\d{1,2}/\w{3}/\d{2,4} \d{1,2}:\d{2} (?:[AP]M)?;[^;]*;"
 # ServiceNow's journal fields (work_notes) head each entry with "2026-01-05 10:22:13 - Jane Agent (Work notes)".
 SERVICENOW_JOURNAL_HEAD = r"(?m)^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} - .*\((?:Work notes|Additional comments)\)[ \t]*$"
+# ... and an entry written as HTML is wrapped in [code]...[/code]: the markers go, the HTML inside is reduced (html: auto).
+SERVICENOW_JOURNAL = SERVICENOW_JOURNAL_HEAD + r"|\[/?code\]"
+OPTIONAL = "?"   # a text field's column named with this suffix may be missing from the export
 
+# Every system below can write HTML into some text field (Jira's rich-text descriptions and comments, ServiceNow's
+# [code] journal entries, Zendesk's html_body, an OTRS article sent as HTML): "auto" reduces the values that hold markup
+# and keeps plain text and wiki markup as written.
 READY_MADE: dict[str, ColumnMapping] = {
-    # Jira "Export CSV (all fields)": wiki markup, not HTML; Resolution is the resolution's name (Fixed, Done, ...).
+    # Jira "Export CSV (all fields)": one Comment column per comment (none when no issue has one). Resolution is a code
+    # (Fixed, Done, Won't Fix): after the comments, so a solution's first line is the first comment's text.
     "jira": ColumnMapping(
         tickets={"ticket_id": "Issue key", "subject": "Summary", "description": "Description",
-                 "solution": ("Resolution", "Comment")},
+                 "solution": ("Comment?", "Resolution?")},
         queries={"query_id": "Issue key", "subject": "Summary", "description": "Description"},
-        strip={"Comment": JIRA_COMMENT_HEAD}),
-    # ServiceNow incident list "Export > CSV" with these fields added to the list.
+        html="auto", strip={"Comment": JIRA_COMMENT_HEAD}),
+    # ServiceNow incident list "Export > CSV" with these fields in the list; the journals (work_notes, comments) if added.
     "servicenow": ColumnMapping(
         tickets={"ticket_id": "number", "subject": "short_description", "description": "description",
-                 "solution": ("close_notes", "work_notes")},
+                 "solution": ("close_notes", "work_notes?", "comments?")},
         queries={"query_id": "number", "subject": "short_description", "description": "description"},
-        strip={"work_notes": SERVICENOW_JOURNAL_HEAD}),
-    # Zendesk's full JSON export (one ticket per line, comments inline): the first comment is the description itself.
+        html="auto", strip={"work_notes": SERVICENOW_JOURNAL, "comments": SERVICENOW_JOURNAL}),
+    # Zendesk's JSON export, one ticket per line: the first comment is the description itself; an export without the
+    # comments inline (the incremental API's tickets) has no solution.
     "zendesk": ColumnMapping(
-        tickets={"ticket_id": "id", "subject": "subject", "description": "description", "solution": "comments.1:.html_body"},
+        tickets={"ticket_id": "id", "subject": "subject", "description": "description", "solution": "comments.1:.html_body?"},
         queries={"query_id": "id", "subject": "subject", "description": "description"},
-        html=True),
+        html="auto"),
     # OTRS / Znuny TicketGet with AllArticles, one ticket per line: the first article is the customer's request.
     "otrs": ColumnMapping(
         tickets={"ticket_id": "TicketNumber", "subject": "Title", "description": "Article.0.Body",
                  "solution": "Article.1:.Body"},
-        queries={"query_id": "TicketNumber", "subject": "Title", "description": "Article.0.Body"}),
+        queries={"query_id": "TicketNumber", "subject": "Title", "description": "Article.0.Body"},
+        html="auto"),
 }
 
 
@@ -96,6 +107,8 @@ def check(mapping: ColumnMapping, where: str) -> None:
             if not isinstance(columns, str) and len(columns) > 1 and name not in TEXT_FIELDS[table]:
                 raise ConfigError(f"{where}.{table}.{name}: reads one column (only the text fields "
                                   f"{', '.join(TEXT_FIELDS[table]) or 'of other tables'} join several)")
+            if name not in TEXT_FIELDS[table] and any(c.endswith(OPTIONAL) for c in names(columns)):
+                raise ConfigError(f"{where}.{table}.{name}: only a text field's columns may be optional ('{OPTIONAL}')")
     for column, pattern in mapping.strip.items():
         try:
             re.compile(pattern)
@@ -111,7 +124,8 @@ def described(mapping: ColumnMapping | None) -> dict[str, dict[str, str]]:
     """Per table, each mapped field -> the column(s) it reads, as error messages name them ("'Resolution' + 'Comment'")."""
     if mapping is None:
         return {}
-    return {table: {name: " + ".join(map(repr, names(columns))) for name, columns in getattr(mapping, table).items()}
+    return {table: {name: " + ".join(repr(c.removesuffix(OPTIONAL)) for c in names(columns))
+                    for name, columns in getattr(mapping, table).items()}
             for table in TABLE_NAMES}
 
 
@@ -123,8 +137,9 @@ class TableColumns:
     mapped: dict[str, tuple[str, ...]]       # fields the mapping names -> their columns (required when read)
     own: tuple[str, ...]                     # the table's other fields: read from the column of their own name
     optional: frozenset[str]                 # fields a record or header may lack
-    html: bool
+    html: bool | str                         # True, False or "auto" (the values that hold HTML markup)
     strip: dict[str, re.Pattern]
+    absent_ok: frozenset[str] = frozenset()  # columns of text fields marked optional ("Comment?"), without the mark
 
     @classmethod
     def of(cls, mapping: ColumnMapping | None, table: str, required: tuple[str, ...],
@@ -132,9 +147,11 @@ class TableColumns:
         """None when the mapping leaves the table as it is (the export names every field itself)."""
         if table not in TABLE_NAMES or mapping is None or not (getattr(mapping, table) or mapping.html or mapping.strip):
             return None
-        mapped = {name: names(columns) for name, columns in getattr(mapping, table).items()}
+        marked = {name: names(columns) for name, columns in getattr(mapping, table).items()}
+        mapped = {name: tuple(c.removesuffix(OPTIONAL) for c in columns) for name, columns in marked.items()}
+        absent_ok = frozenset(c.removesuffix(OPTIONAL) for columns in marked.values() for c in columns if c.endswith(OPTIONAL))
         return cls(table, mapped, tuple(f for f in required + optional if f not in mapped), frozenset(optional) - set(mapped),
-                   bool(mapping.html), {column: re.compile(p) for column, p in mapping.strip.items()})
+                   mapping.html or False, {column: re.compile(p) for column, p in mapping.strip.items()}, absent_ok)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -147,7 +164,7 @@ class TableColumns:
         """Line 1 names every column read; a column read into a one-value field appears once."""
         problems = []
         missing = [f"{column!r} (for {name})" for name in self.fields if name not in self.optional
-                   for column in self.columns(name) if column not in header]
+                   for column in self.columns(name) if column not in header and column not in self.absent_ok]
         if missing:
             found = ", ".join(shorten(c, 40) for c in header[:20]) + (", ..." if len(header) > 20 else "")
             problems.append(f"{path}:1: missing column(s) {', '.join(missing)}; found {found or 'no header'}")
@@ -166,18 +183,22 @@ class TableColumns:
         its problems: file:line, the column read and what is wrong."""
         record, before = {}, len(problems)
         for name in self.fields:
-            read = []
+            read, unreadable = [], False
             for column in self.columns(name):
                 try:
-                    read.append((column, values(column)))
+                    found = values(column)
                 except LookupError as error:
                     problems.append(f"{origin}: {error.args[0]} (for {name})")
+                    unreadable = True
+                    continue
+                if found is not None or column not in self.absent_ok:
+                    read.append((column, found))
             absent = [column for column, found in read if found is None]
             if absent and name in self.optional:
                 record[name] = None
             elif absent:
                 problems.append(f"{origin}: missing field(s) {absent} (for {name})")
-            elif len(read) == len(self.columns(name)):
+            elif not unreadable:
                 record[name] = self.value(name, read, origin, problems)
         return record if len(problems) == before else None
 
@@ -199,7 +220,7 @@ class TableColumns:
     def clean(self, column: str, text: str, origin: str, problems: list[str]) -> str:
         if column in self.strip:   # a removed head line leaves its line break behind
             text = re.sub(r"\n\s*\n(\s*\n)+", "\n\n", self.strip[column].sub("", text))
-        if self.html:
+        if self.html is True or self.html == "auto" and HTML_MARKUP.search(text):
             try:
                 text = html_text(text)
             except (etree.LxmlError, ValueError) as error:
@@ -253,6 +274,12 @@ def json_values(record: dict, column: str) -> list | None:
 BLOCK_TAGS = {"p", "div", "br", "li", "tr", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote",
               "table", "ul", "ol", "dd", "dt", "hr", "section", "article", "header", "footer"}
 HTML_PARSER = lxml_html.HTMLParser(huge_tree=True)   # a pasted log can exceed libxml2's 10 MB text limit
+# What makes a value HTML for html: auto: an element of HTML's common vocabulary written as a tag (<p>, <br/>, </div>,
+# <a href=...>; not <p.weber@example.com> or "a <b" in a sentence), or a character entity (&deg;, &#176;, &amp;).
+INLINE_TAGS = {"a", "b", "i", "u", "s", "em", "strong", "span", "code", "img", "font", "sub", "sup", "small", "strike",
+               "del", "ins", "tbody", "thead", "caption", "html", "body"}
+HTML_MARKUP = re.compile(r"</?(?:%s)(?:\s[^<>]*)?/?>|&(?:[a-z][a-z0-9]{1,31}|#\d{1,7}|#x[0-9a-f]{1,6});"
+                         % "|".join(sorted(BLOCK_TAGS | INLINE_TAGS, key=len, reverse=True)), re.IGNORECASE)
 
 
 def html_text(text: str) -> str:
