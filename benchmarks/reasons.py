@@ -39,7 +39,7 @@ def part_shares(answers: list[Answer]) -> dict:
 
 
 def tie_shares(answers: list[Answer]) -> dict:
-    top3 = [a for a in answers if len(a.hits) >= 3]
+    top3 = [a for a in answers if len(a.hits) >= 3 and a.calibrated]   # a model without a calibration prints g alone
     tied = [a for a in top3 if len({f"{h.calibrated:.2f}" for h in a.hits[:3]}) < 3]
     ordered = [a for a in tied if len(set(a.similarities()[:3])) == 3]
     return {"queries": len(top3), "top3_calibrated_tie": len(tied), "of_those_ordered_by_printed_g": len(ordered)}

@@ -4,7 +4,8 @@ browser (headless Debian chromium, Playwright) and clicks "solved it", "related"
 version from it and the quality gate judges it against the champion.
 
 It runs in the retraining tests' throwaway repo (tests/retrain_workspace.py) with their stand-in for the Siamese stage
-(tests/retrain_standin.py: scores are the generator's true labels), so a retrain takes seconds; the page serves a tiny
+(tests/retrain_standin.py: scores are the generator's true labels, blurred as far as its train labels are false), so a
+retrain takes seconds; the page serves a tiny
 real bundle (tests/search_bundle.py) indexed over the workspace's own tickets.
 """
 import sys
