@@ -25,7 +25,7 @@ from ticketsim.channels.topics import (
     topic_words_markdown,
 )
 from ticketsim.channels.word2vec import corpus_sentences, train_word2vec
-from ticketsim.cli import BAD_INPUT, OK, main
+from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import DatasetConfig, EmbeddingConfig, TextConfig, TopicsConfig
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
@@ -90,3 +90,5 @@ def test_validate_checks_a_tickets_only_folder_and_says_how_when_it_is_not_told(
     assert '"tickets": 5' in capsys.readouterr().out
     assert main(["validate", "--csv", str(tmp_path), "--columns", "servicenow"]) == BAD_INPUT
     assert f"{tmp_path} holds tickets and no queries or pairs: add --tickets-only" in capsys.readouterr().err
+    assert main(["validate", "default", "--tickets-only"]) == ERROR        # a dataset says labels: false in params
+    assert "--tickets-only checks a --csv folder" in capsys.readouterr().err

@@ -191,7 +191,8 @@ def jira_dataset(tmp_path: Path, columns: str) -> Path:
 @pytest.mark.parametrize("columns", [
     "    columns: jira\n",
     "    columns:\n      use: jira\n",
-    "    columns:\n      tickets: {ticket_id: Issue key, subject: Summary, description: Description, solution: ['Comment?', 'Resolution?']}\n"
+    "    columns:\n      tickets: {ticket_id: Issue key, subject: Summary, description: Description,\n"
+    "                solution: ['Comment?', 'Resolution?']}\n"
     "      queries: {query_id: Issue key, subject: Summary, description: Description}\n"
     "      html: auto\n      strip: {Comment: '^[^;]*;[^;]*;'}\n",
 ])
