@@ -213,7 +213,7 @@ class SentenceConfig:
     batch_size: int = 32
     threads: int = 2                              # torch threads, or the exported backend's intra-op threads, of the
                                                   # stages' encoding (a query is encoded on one)
-    backend: Literal["torch", "onnx", "openvino"] = "torch"   # onnx: exported once into `cache` (pip install 'ticketsim[fast]')
+    backend: Literal["torch", "onnx", "openvino"] = "torch"   # onnx: exported once into `cache` (core dependencies)
     quantize: Literal["none", "int8"] = "none"    # int8: dynamic int8 weights (onnx only)
     device: str = "auto"                          # auto (cuda where torch sees one, else cpu) | cpu | cuda | cuda:N:
                                                   # every transformer pass (ticketsim.device); onnx runs on the CPU

@@ -23,7 +23,6 @@ from typing import Any, Literal
 Backend = Literal["torch", "onnx", "openvino"]
 Quantize = Literal["none", "int8"]
 ONNX_FILE = "onnx/model.onnx"
-EXTRA = "pip install 'ticketsim[fast]'"
 
 
 class BackendError(ValueError):
@@ -78,7 +77,7 @@ def require_onnx() -> None:
         import optimum.onnxruntime  # noqa: F401
     except ImportError as error:
         raise BackendError(f"sentence.backend: onnx needs onnxruntime and Optimum's ONNX Runtime models ({error.name} is "
-                           f"missing): {EXTRA}") from None
+                           f"missing, a core dependency): reinstall with pip install -e .") from None
 
 
 def export_onnx(model: Any, target: Path) -> None:
