@@ -1,4 +1,4 @@
-"""Exact top-10 search, side by side: the FAISS L1 index against (a) numpy brute force, (b) scoring every pair through
+"""Exact top-10 search, side by side: the index's L1 scan (search/vectors.py) against (a) numpy brute force, (b) scoring every pair through
 the model, (c) one read pass over the index's memory, the physical floor; index build time and memory per ticket; query
 encoding throughput on 1 and 2 threads.
 
@@ -9,8 +9,8 @@ The knowledge base of each size is the real index's tickets repeated: their fold
 copies as far apart as real neighbours, their words as they are (BM25 sees real postings, and a query's best words are
 shared by every copy of a ticket, a hard case for the lexical bounds). The queries are end-user queries encoded by the
 bundle. (b) is measured on a sample of tickets paired with one query and extrapolated linearly (each pair encodes its
-ticket through every channel; nothing is shared between pairs). A size whose float32 vectors would not fit in memory is
-skipped with a note. FAISS and numpy run on one thread.
+ticket through every channel; nothing is shared between pairs). The vectors keep the real index's precision (float16
+by default); a size whose vectors would not fit in memory is skipped with a note. FAISS and numpy run on one thread.
 """
 import argparse
 import os
@@ -31,7 +31,8 @@ from ticketsim.data.tables import PAIR_SCHEMA, Corpus
 from ticketsim.scorer import Scorer
 from ticketsim.search.encode import Layout, encode_side
 from ticketsim.search.index import TicketIndex
-from ticketsim.search.topk import exact_top_k, flat_vectors
+from ticketsim.search.topk import exact_top_k
+from ticketsim.search.vectors import TicketVectors
 
 K, CHUNK = 10, 8192
 READS = {  # (c) every byte of the index read once, on one thread; the fastest of these is the floor
@@ -50,20 +51,18 @@ def median_seconds(run, repeat: int) -> float:
     return statistics.median(times)
 
 
-def repeated(real: TicketIndex, n: int, rng: np.random.Generator) -> tuple[faiss.IndexFlat, float, LexicalIndex, float]:
-    """n tickets: the real ones over and over; (index, seconds in add(), BM25 over their words, seconds). Each copy's vector
+def repeated(real: TicketIndex, n: int, rng: np.random.Generator) -> tuple[TicketVectors, float, LexicalIndex, float]:
+    """n tickets: the real ones over and over; (vectors, seconds to store them, BM25 over their words, seconds). Each copy's vector
     gets noise of the size that puts two copies of a ticket as far apart as a real ticket is from its nearest neighbour
     (the median): more tickets of the same kinds, not clones (E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies)."""
-    vectors, seconds = flat_vectors(real.vectors), 0.0
+    vectors = np.asarray(real.vectors.array, dtype=np.float32)
     nearest = float(np.median(real.vectors.search(vectors, 2)[0][:, 1]))
     noise = nearest * np.sqrt(np.pi) / (2 * vectors.shape[1])
-    index = faiss.IndexFlat(real.vectors.d, faiss.METRIC_L1)
-    for start in range(0, n, CHUNK):
-        rows = np.arange(start, min(n, start + CHUNK)) % len(vectors)
-        block = vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32)
-        started = time.perf_counter()
-        index.add(block)
-        seconds += time.perf_counter() - started
+    blocks = [vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32)
+              for rows in (np.arange(start, min(n, start + CHUNK)) % len(vectors) for start in range(0, n, CHUNK))]
+    started = time.perf_counter()
+    index = TicketVectors.of(np.concatenate(blocks), real.vectors.precision)
+    seconds = time.perf_counter() - started
     words = real.words()
     started = time.perf_counter()
     lexical = LexicalIndex.build(tuple(map(str, range(n))), [words[i % len(words)] for i in range(n)], real.bm25.k1, real.bm25.b)
@@ -81,7 +80,7 @@ def measure(real: TicketIndex, n: int, queries: np.ndarray, words: list[list[str
             repeat: int) -> dict[str, float]:
     """Seconds: building n tickets, then per query (median): the search with L, dense only, (a) numpy, (c) the floor."""
     index, add_seconds, lexical, bm25_seconds = repeated(real, n, rng)
-    vectors, order, weight = flat_vectors(index), np.arange(n), real.layout.lexical_weight
+    vectors, order, weight = index.array, np.arange(n), real.layout.lexical_weight
     rounds = []
 
     def search(i: int, dense_only: bool = False) -> np.ndarray:
@@ -106,15 +105,12 @@ def measure(real: TicketIndex, n: int, queries: np.ndarray, words: list[list[str
 class Counting:
     """The index, counting the scans the threshold algorithm asks for."""
 
-    def __init__(self, index: faiss.IndexFlat):
-        self.index, self.calls, self.ntotal, self.d = index, 0, index.ntotal, index.d
+    def __init__(self, index: TicketVectors):
+        self.index, self.calls, self.ntotal, self.d, self.array = index, 0, index.ntotal, index.d, index.array
 
     def search(self, x: np.ndarray, k: int):
         self.calls += 1
         return self.index.search(x, k)
-
-    def get_xb(self):
-        return self.index.get_xb()
 
 
 def pair_seconds(scorer: Scorer, corpus: Corpus, n: int) -> float:
@@ -151,14 +147,14 @@ def main() -> None:
     words = component_tokens(tokens, QUERY_LEVEL)
     per_pair = pair_seconds(scorer, texts, args.sample)
     free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    dim = real.vectors.d
-    print(f"{dim} dimensions ({4 * dim / 1024:.1f} KiB per ticket in float32), L weighed {real.layout.lexical_weight:.2f}; "
-          f"median of {args.repeat} queries; one thread\n")
+    dim, width = real.vectors.d, real.vectors.array.itemsize
+    print(f"{dim} dimensions ({width * dim / 1024:.1f} KiB per ticket in {real.vectors.precision}), "
+          f"L weighed {real.layout.lexical_weight:.2f}; median of {args.repeat} queries; one thread\n")
     print("| tickets | index GB | add s | BM25 s | top-10 with L ms | dense top-10 ms | (a) numpy ms | (b) model s "
           "| (c) floor ms | with L / floor | dense / floor | numpy / dense | model / with L | TA rounds |")
     print("|" + " ---: |" * 15)
     for n in args.sizes:
-        size = 4 * n * dim
+        size = width * n * dim
         if size > 0.6 * free:
             print(f"| {n:,} | {size / 1e9:.1f} | does not fit: {free / 1e9:.0f} GB free |" + " |" * 12)
             continue

@@ -24,7 +24,8 @@ def main() -> None:
         started = time.perf_counter()
         index = build_index(scorer, model_hash(args.bundle), corpus.tickets, cached=[ChannelVectors.load(args.sentence)],
                             coherence=params.topics.coherence)
-        built = {"tickets": len(index), "dim": index.vectors.d, "bytes_per_ticket": 4 * index.vectors.d,
+        built = {"tickets": len(index), "dim": index.vectors.d, "precision": index.vectors.precision,
+                 "bytes_per_ticket": index.vectors.array.itemsize * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}
         index.save(args.out)
         enduser = enduser_evaluation(Searcher(query_encoder(args.bundle, scorer), index, args.bundle), corpus, params.evaluation.depth)

@@ -11,11 +11,13 @@ from ticketsim.data.tables import QUERY_SCHEMA
 from ticketsim.data.validate import DataError
 from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.scorer import Scorer
+from ticketsim.search import vectors as vectors_module
 from ticketsim.search.fold import blocks, fold
 from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.search.topk import exact_top_k
+from ticketsim.search.vectors import TicketVectors
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def searchers(parts, tmp_path_factory):     # a minute or more with channel S: i
         scorer = Scorer.load(bundle)
         _, matrix = scorer.score(parts.corpus)
         sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant != "22" else []
-        index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence)
+        index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence, precision="float32")
         built[variant] = bundle, scorer, Searcher(query_encoder(bundle, scorer), index, bundle), matrix, sentence
     return built
 
@@ -59,17 +61,18 @@ def test_folding_turns_the_weighted_level_sum_into_one_l1_distance():
         blocks(MetricConfig({"h": 1.0}, {"sub-sub": 1.0}, distance="cosine"))
 
 
+@pytest.mark.parametrize(("precision", "torch_from"), [("float32", 0), ("float16", 0), ("float16", 2**40)])
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.3, 5.0])
 @pytest.mark.parametrize("k", [1, 7, 300])
-def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lexical_weight, k):
-    import faiss
-
+def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lexical_weight, k, precision, torch_from,
+                                                                              monkeypatch):
+    monkeypatch.setattr(vectors_module, "SCAN", 64)     # the scan's blocks merged: 300 tickets in 5 blocks
+    monkeypatch.setattr(vectors_module, "TORCH_FROM", torch_from)   # float16 converted by torch, and by numpy
     rng = np.random.default_rng(k)
-    vectors = rng.normal(size=(300, 12)).astype(np.float32)
-    vectors[150:160] = vectors[140:150]                               # exact ties: broken by `order`
+    index = TicketVectors.of(rng.normal(size=(300, 12)), precision)
+    index.array[150:160] = index.array[140:150]                      # exact ties: broken by `order`
+    vectors = index.array.astype(np.float32)                          # the stored values: the search is exact for them
     lexical = np.where(rng.random(300) < 0.7, 1.0, rng.random(300))   # most tickets share no word with the query
-    index = faiss.IndexFlat(12, faiss.METRIC_L1)
-    index.add(vectors)
     order = rng.permutation(300)
     for i, query in enumerate(rng.normal(size=(6, 12))):
         dense = np.abs(vectors.astype(np.float64) - query).sum(1)
@@ -103,7 +106,7 @@ def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_ev
 def test_added_tickets_are_searched_as_if_the_index_had_been_built_with_them(searchers, parts, tmp_path):
     bundle, scorer, whole, _, sentence = searchers["all"]
     tickets = parts.corpus.tickets
-    index = build_index(scorer, model_hash(bundle), tickets.head(60), cached=sentence)
+    index = build_index(scorer, model_hash(bundle), tickets.head(60), cached=sentence, precision="float32")
     index.save(tmp_path / "index")
     grown = TicketIndex.load(tmp_path / "index")
     assert grown.add(scorer, tickets.slice(60)) == tickets.height - 60

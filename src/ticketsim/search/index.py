@@ -1,7 +1,7 @@
-"""The knowledge base of a search, as one folder: the tickets' folded vectors in an exact FAISS index (IndexFlat,
-METRIC_L1), the tickets themselves (texts, each part's tokens, standardized topic activity), the coherence a topic needs
-to be named in a reason, and the hash of the bundle whose weights folded them, so that a search with other weights is
-refused instead of answering wrongly.
+"""The knowledge base of a search, as one folder: the tickets' folded vectors (float16 by default, searched exactly under
+L1 and memory-mapped, so the page's workers share one copy: search/vectors.py), the tickets themselves (texts, each
+part's tokens, standardized topic activity), the coherence a topic needs to be named in a reason, and the hash of the
+bundle whose weights folded them, so that a search with other weights is refused instead of answering wrongly.
 
 Adding tickets appends their vectors (a flat index has nothing to rebalance). Channel L is not stored as vectors:
 BM25's statistics (every idf, the mean ticket length) move with each new ticket, so they are rebuilt from the stored
@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
 import polars as pl
 
@@ -31,11 +30,12 @@ from ticketsim.errors import StepError
 from ticketsim.search.encode import Layout, encode_side
 from ticketsim.search.fold import Block
 from ticketsim.search.reasons import ReasonTopics, standardized
+from ticketsim.search.vectors import Precision, TicketVectors
 
 if TYPE_CHECKING:
     from ticketsim.scorer import Scorer
 
-MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.faiss", "tickets.parquet"
+MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.parquet"
 CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
 
 
@@ -57,9 +57,10 @@ def read_manifest(directory: Path) -> dict:
         raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
                         "or `ticketsim index build`")
     manifest = json.loads((directory / MANIFEST).read_text())
-    if "coherence" not in manifest:
-        raise StepError(f"{directory}: an index of an older ticketsim (no tokens per ticket part, no topic coherence "
-                        "for the reasons); rebuild it with `dvc repro index@<dataset>` or `ticketsim index build`")
+    if "coherence" not in manifest or "precision" not in manifest:
+        raise StepError(f"{directory}: an index of an older ticketsim (its vectors in a FAISS file, or no tokens per "
+                        "ticket part and no topic coherence for the reasons); rebuild it with `dvc repro index@<dataset>` "
+                        "or `ticketsim index build`")
     return manifest
 
 
@@ -74,11 +75,11 @@ def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str
 
 @dataclass(eq=False)
 class TicketIndex:
-    """Row i of the FAISS index is ticket i of `tickets`. Made by build_index or load; add() grows it in place."""
+    """Row i of `vectors` is ticket i of `tickets`. Made by build_index or load; add() grows it in place."""
 
     model_hash: str
     layout: Layout
-    vectors: faiss.IndexFlat
+    vectors: TicketVectors
     tickets: pl.DataFrame       # TICKET_SCHEMA + tokens (a struct: each part's tokens) + topics (standardized activity)
     topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
     bm25: BM25Config
@@ -105,12 +106,12 @@ class TicketIndex:
         """Write the folder; each file is replaced whole (written aside, then renamed), never left half-written."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        manifest = {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d,
+        manifest = {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d, "precision": self.vectors.precision,
                     "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
                                "constant": self.layout.constant},
                     "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25),
                     "coherence": self.coherence}
-        writers = {VECTORS: lambda path: faiss.write_index(self.vectors, str(path)), TICKETS: self.tickets.write_parquet,
+        writers = {VECTORS: self.vectors.save, TICKETS: self.tickets.write_parquet,
                    MANIFEST: lambda path: path.write_text(json.dumps(manifest) + "\n")}
         for name, write in writers.items():     # the manifest last: it says how many tickets the other files hold
             write(directory / f".{name}.tmp")
@@ -123,7 +124,7 @@ class TicketIndex:
         layout = manifest["layout"]
         index = cls(manifest["model_hash"],
                     Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
-                    faiss.read_index(str(directory / VECTORS)), pl.read_parquet(directory / TICKETS),
+                    TicketVectors.load(directory / VECTORS), pl.read_parquet(directory / TICKETS),
                     tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), BM25Config(**manifest["bm25"]),
                     manifest["coherence"])
         if not len(index) == index.tickets.height == manifest["tickets"]:
@@ -169,13 +170,12 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
 
 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),
-                coherence: float = TopicsConfig.coherence) -> TicketIndex:
+                coherence: float = TopicsConfig.coherence, precision: Precision = "float16") -> TicketIndex:
     """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode;
-    coherence: the NPMI a topic needs for a reason to name it (topics.coherence)."""
+    coherence: the NPMI a topic needs for a reason to name it (topics.coherence); precision: of the stored vectors
+    (float32 keeps the model's own distances to 1e-5, for the tests that compare them)."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     layout = Layout.of(scorer)
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached)
-    index = faiss.IndexFlat(vectors.shape[1], faiss.METRIC_L1)
-    index.add(vectors)
-    return TicketIndex(bundle_hash, layout, index, frame, topic_scale, scorer.bm25, coherence)
+    return TicketIndex(bundle_hash, layout, TicketVectors.of(vectors, precision), frame, topic_scale, scorer.bm25, coherence)

@@ -1,6 +1,6 @@
 """Exact top-k of total = ||Q - D||_1 + W_L d_L over a FAISS L1 index and BM25's lexical distances.
 
-A threshold algorithm (after Fagin's TA) reads the dense distances in sorted order from the index and the lexical ones
+A threshold algorithm (after Fagin's TA) reads the dense distances in sorted order from the index's vectors and the lexical ones
 by random access: BM25 scores every ticket of the pool at once, so each ticket's d_L is known before the scan. Take the
 m tickets nearest under the dense distance (m > k), score them exactly, and let T be the k-th best total among them.
 Every other ticket t has a dense distance of at least the m-th one, so its total is at least its own bound,
@@ -16,26 +16,25 @@ unseen tickets is loose when many tickets share the query's best words.
 """
 from __future__ import annotations
 
-import faiss
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ticketsim.search.vectors import TicketVectors
 
 FIRST_CANDIDATES = 64   # m of the first scan (at least 4k)
 SLACK = 1e-5            # relative: FAISS sums thousands of float32 terms, the exact rescoring sums in float64
 RESCORE_COST = 8        # exact rescoring in numpy costs about this many times FAISS's scan per ticket (benchmark: 5-7)
 
 
-def flat_vectors(index: faiss.IndexFlat) -> np.ndarray:
-    """The index's stored vectors (n, d) float32, as a view of its memory (no copy)."""
-    return faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
-
-
-def exact_top_k(index: faiss.IndexFlat, query: np.ndarray, k: int, order: np.ndarray, lexical: np.ndarray | None = None,
+def exact_top_k(index: TicketVectors, query: np.ndarray, k: int, order: np.ndarray, lexical: np.ndarray | None = None,
                 lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(rows, totals) of the k tickets with the smallest total distance, best first; equal totals in `order`
     (each row's position in ticket-id order, as ScoreMatrix.top_k breaks ties). query: (d,) float64."""
     n = index.ntotal
     k = min(k, n)
-    vectors, query32 = flat_vectors(index), query.astype(np.float32)[None]
+    vectors, query32 = index.array, query.astype(np.float32)[None]
 
     def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         totals = np.abs(vectors[rows].astype(np.float64) - query).sum(1)

@@ -1,0 +1,123 @@
+"""Memory per ticket of the search index, float32 beside float16, and the memory of the page's workers, each holding a
+FAISS IndexFlat of its own (the format before issue 33) beside mapping one shared float16 file (search/vectors.py).
+
+Usage:
+  python benchmarks/index_memory.py [--tickets 80] [--rows 200000] [--dim 384] [--workers 2]
+
+1. Per ticket: tiny bundles (tests/search_bundle.py) of the registered configuration A+L (five level pairs: 1,920
+   folded dims) and of S+L on one level pair (384 dims: F+L's layout, S in F's place) over --tickets synthetic tickets,
+   each indexed as float32 and as float16: the vectors' bytes per ticket on disk, the tickets' table on disk and in
+   memory (polars' estimate), and whether the end-user queries' top 10 is the same.
+2. Workers: --rows random --dim vectors written in both formats; --workers processes each load the index and scan it
+   once (every page touched), then, all alive together, the kernel's figures of each (/proc/PID/smaps_rollup): RSS
+   (pages it touched, shared ones included), PSS (shared pages divided among the processes mapping them) and private
+   bytes, above what the process held before loading.
+"""
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+WORKER = """
+import sys, faiss, numpy as np, torch  # torch: a large float16 scan converts with it (search/vectors.py)
+from ticketsim.search.vectors import TicketVectors
+print("imported", flush=True)
+sys.stdin.readline()
+path, query = sys.argv[1], np.zeros((1, int(sys.argv[2])), np.float32)
+index = faiss.read_index(path) if path.endswith(".faiss") else TicketVectors.load(path)
+index.search(query, 10)
+print("loaded", flush=True)
+sys.stdin.read()
+"""
+
+
+def per_ticket(n_tickets: int, folder: Path) -> None:
+    from search_bundle import VARIANTS, make_bundle, train_parts
+
+    from ticketsim.config import VariantConfig
+    from ticketsim.scorer import Scorer
+    from ticketsim.search.enduser import SPLIT
+    from ticketsim.search.index import TICKETS, VECTORS, TicketIndex, build_index, model_hash
+    from ticketsim.search.queries import query_encoder
+    from ticketsim.search.searcher import Searcher
+
+    VARIANTS["SL"] = VariantConfig({"S": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="pairwise")
+    parts = train_parts(folder / "parts", n_tickets)
+    corpus = parts.corpus
+    queries = corpus.queries.filter(corpus.queries["query_id"].is_in(corpus.split(SPLIT)["query_id"].unique().implode()))
+    print("| configuration | dims | precision | vectors B/ticket (disk) | tickets table B/ticket (disk) "
+          "| tickets table B/ticket (memory) | end-user top 10 as float32 |")
+    print("|" + " --- |" * 2 + " ---: |" * 5)
+    for variant, label in (("AL", "A+L (registered)"), ("SL", "S+L, one level pair (F+L's layout)")):
+        bundle = make_bundle(folder / variant, parts, variant)
+        scorer = Scorer.load(bundle)
+        tops = {}
+        for precision in ("float32", "float16"):
+            where = folder / f"{variant}-{precision}"
+            build_index(scorer, model_hash(bundle), corpus.tickets, precision=precision).save(where)
+            index = TicketIndex.load(where)
+            found = Searcher(query_encoder(bundle, scorer), index, bundle).search(queries, 10)
+            tops[precision] = [[h.ticket_id for h in answer.hits] for answer in found]
+            same = "yes" if tops[precision] == tops["float32"] else "NO"
+            print(f"| {label} | {index.vectors.d} | {precision} | {((where / VECTORS).stat().st_size - 128) / len(index):,.0f} | "
+                  f"{(where / TICKETS).stat().st_size / len(index):,.0f} | {index.tickets.estimated_size() / len(index):,.0f} | "
+                  f"{same} ({queries.height} queries) |")
+
+
+def workers(rows: int, dim: int, n_workers: int, folder: Path) -> None:
+    from ticketsim.search.vectors import TicketVectors
+
+    vectors = np.random.default_rng(0).normal(size=(rows, dim)).astype(np.float32)
+    flat = faiss.IndexFlat(dim, faiss.METRIC_L1)
+    flat.add(vectors)
+    faiss.write_index(flat, str(folder / "vectors.faiss"))
+    TicketVectors.of(vectors, "float16").save(folder / "vectors.npy")
+    print(f"\n{rows:,} x {dim} vectors, {n_workers} workers; MB each worker holds above its state before loading\n")
+    print("| index | file MB | RSS per worker | PSS per worker | private per worker | PSS of all workers |")
+    print("| --- |" + " ---: |" * 5)
+    for name, label in (("vectors.faiss", "FAISS IndexFlat, float32 (before)"), ("vectors.npy", "float16, memory-mapped (after)")):
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(folder / name), str(dim)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(n_workers)]
+        for proc in procs:
+            proc.stdout.readline()
+        before = [smaps(proc.pid) for proc in procs]
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            proc.stdout.readline()
+        # read while every worker is alive: PSS divides a shared page among the processes mapping it
+        grown = np.array([smaps(proc.pid) for proc in procs]) - np.array(before)
+        for proc in procs:
+            proc.communicate("")
+        rss, pss, clean, dirty = grown.mean(0) / 1e6
+        print(f"| {label} | {(folder / name).stat().st_size / 1e6:,.0f} | {rss:,.0f} | {pss:,.0f} | {clean + dirty:,.0f} | "
+              f"{grown[:, 1].sum() / 1e6:,.0f} |")
+
+
+def smaps(pid: int) -> list[int]:
+    """Rss, Pss, Private_Clean, Private_Dirty of a process, in bytes."""
+    fields = dict(line.split(":") for line in open(f"/proc/{pid}/smaps_rollup").read().splitlines()[1:])
+    return [int(fields[k].split()[0]) * 1024 for k in ("Rss", "Pss", "Private_Clean", "Private_Dirty")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tickets", type=int, default=80)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        per_ticket(args.tickets, Path(scratch))
+        workers(args.rows, args.dim, args.workers, Path(scratch))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The index's vectors as float16 (issue 33): half the bytes per ticket, the same top 10 for the end-user queries as
+float32, memory-mapped on load (the page's workers share the file's pages), and an index of the FAISS format refused."""
+import numpy as np
+import pytest
+from search_bundle import make_bundle
+
+from ticketsim.errors import StepError
+from ticketsim.scorer import Scorer
+from ticketsim.search.enduser import SPLIT
+from ticketsim.search.index import MANIFEST, VECTORS, TicketIndex, build_index, model_hash
+from ticketsim.search.queries import query_encoder
+from ticketsim.search.searcher import Searcher
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["AL", "FA"])
+def test_float16_vectors_keep_the_end_user_top_10_at_half_the_bytes(search_parts, tmp_path, variant):
+    """AL: the registered configuration (A+L); FA: the fine-tuned encoder F beside A and L."""
+    bundle = make_bundle(tmp_path / "bundle", search_parts, variant)
+    scorer = Scorer.load(bundle)
+    queries = search_parts.corpus.queries.filter(search_parts.corpus.queries["query_id"].is_in(
+        search_parts.corpus.split(SPLIT)["query_id"].unique().implode()))
+    answers = {}
+    for precision in ("float32", "float16"):
+        build_index(scorer, model_hash(bundle), search_parts.corpus.tickets, precision=precision).save(tmp_path / precision)
+        index = TicketIndex.load(tmp_path / precision)
+        assert isinstance(index.vectors.array, np.memmap) and index.vectors.precision == precision
+        size = (tmp_path / precision / VECTORS).stat().st_size
+        assert size - 128 == len(index) * index.vectors.d * np.dtype(precision).itemsize     # .npy: a 128-byte header
+        answers[precision] = Searcher(query_encoder(bundle, scorer), index, bundle).search(queries, 10)
+    assert queries.height == 10 and len(answers["float16"]) == 10
+    for wide, half in zip(answers["float32"], answers["float16"]):
+        assert [h.ticket_id for h in half.hits] == [h.ticket_id for h in wide.hits], half.query_id
+        assert np.allclose([h.score for h in half.hits], [h.score for h in wide.hits], rtol=1e-2)
+
+
+@pytest.mark.slow
+def test_an_index_of_the_faiss_format_is_refused_with_the_fix(search_parts, tmp_path):
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(tmp_path / "index")
+    manifest = (tmp_path / "index" / MANIFEST).read_text().replace(', "precision": "float16"', "")
+    (tmp_path / "index" / MANIFEST).write_text(manifest)
+    with pytest.raises(StepError, match="an index of an older ticketsim .* rebuild it with `dvc repro index@<dataset>`"):
+        TicketIndex.load(tmp_path / "index")
