@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import mlflow
 import polars as pl
 import pytest
 from retrain_workspace import fake_version
@@ -15,6 +16,7 @@ from ticketsim import cli
 from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.tables import Corpus
+from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import rerank_by_query
 from ticketsim.gate import compare, dvc_baseline
 from ticketsim.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
@@ -189,3 +191,19 @@ def test_champion_and_candidate_are_scored_on_the_candidates_dev_pairs_where_the
     which = (f"Both scored in this run on the same pairs: {labelled.height} dev pairs of {by_query.height} queries from "
              f"{folder / 'pairs.csv'}, {tickets.height} tickets in the pool.")
     assert which in outcome.markdown and which.split(":")[1].strip().rstrip(".") in capsys.readouterr().out
+
+
+def test_a_champion_whose_model_cannot_be_loaded_stops_the_gate_with_its_name(registry):
+    """Scoring on the same pairs needs both models: a version registered without one is named, not judged by figures."""
+    params = registry("no-model")
+    cfg, model = params.tracking, registered_name(params)
+    with stage_run(cfg, "register", params.retrain.dataset) as run:
+        log_metrics({"dev": {"rerank": {"map": 0.9}}})
+    store = mlflow.MlflowClient(cfg.uri, cfg.uri)
+    store.create_registered_model(model)
+    store.create_model_version(model, source=f"{run.info.artifact_uri}/model", run_id=run.info.run_id)   # no model there
+    promote(cfg, model, "1")
+    fake_version(params, 0.8)
+    with pytest.raises(StepError, match=f"{model} v1: its model could not be loaded from the registry"):
+        run_gate(params)
+    assert latest_version(cfg, model).tags == {}     # not judged
