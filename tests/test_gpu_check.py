@@ -1,26 +1,51 @@
 """benchmarks/gpu_check.py runs where only torch, transformers, sentence-transformers and numpy are installed: here,
-tiny, in a process where polars, MLflow, DVC and the project's other heavy imports cannot load (issue 33)."""
+tiny, in a process where polars, MLflow, DVC and the project's other heavy imports cannot load; and the commands
+docs/performance.md shows for it (a float16 copy of MiniLM, then the check on it) run as shown, smaller (issue 33)."""
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from test_device import ABSENT
+from test_docs_commands import COMMANDS
 from tiny_encoder import tiny_encoder
 
 REPO = Path(__file__).resolve().parents[1]
+HALF = "python benchmarks/half_weights.py minilm-fp16"
+CHECK = "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 20000"
 
 
-def test_gpu_check_runs_bare_and_prints_its_figures(tmp_path):
-    folder = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil at the seal", "my printer jams in tray 2"] * 5, positions=256)
+def bare(command: str) -> subprocess.CompletedProcess:
+    """`python benchmarks/<script> args` run with polars, MLflow, DVC and the rest of ABSENT unimportable."""
+    script, *args = command.split()[1:]
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in ABSENT)
-    script = (f"import runpy, sys; {blocked}; sys.argv = ['gpu_check.py', {str(folder)!r}, '--pairs', '24', '--passages', '10']; "
-              f"runpy.run_path({str(REPO / 'benchmarks' / 'gpu_check.py')!r}, run_name='__main__')")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    code = (f"import runpy, sys; {blocked}; sys.argv = {[script, *args]!r}; "
+            f"runpy.run_path({str(REPO / script)!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def check_output(done: subprocess.CompletedProcess, pairs: int, passages: int) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert any(line.startswith("cpu: F epoch of 24 pairs ") and "10 passages at" in line for line in lines), done.stdout
+    assert any(line.startswith(f"cpu: F epoch of {pairs} pairs ") and f"{passages} passages at" in line for line in lines), done.stdout
     if torch.cuda.is_available():
         assert any(line.startswith("cuda vs cpu vectors: largest absolute difference") for line in lines), done.stdout
     else:
         assert "cuda: skipped, torch sees no CUDA device here" in lines, done.stdout
+
+
+def test_gpu_check_runs_bare_and_prints_its_figures(tmp_path):
+    folder = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil at the seal", "my printer jams in tray 2"] * 5, positions=256)
+    check_output(bare(CHECK.replace("minilm-fp16", str(folder)).replace("3000", "24").replace("20000", "10")), 24, 10)
+
+
+@pytest.mark.slow
+def test_the_documented_commands_copy_minilm_as_float16_and_check_it(tmp_path):
+    assert COMMANDS[HALF].startswith("run by tests/test_gpu_check.py") and COMMANDS[CHECK].startswith("run by tests/test_gpu_check.py")
+    copy = tmp_path / "minilm-fp16"
+    done = subprocess.run([sys.executable, *HALF.replace("minilm-fp16", str(copy)).split()[1:]], capture_output=True, text=True,
+                          cwd=REPO)
+    assert done.returncode == 0 and "MB, float16 weights; vectors within" in done.stdout, done.stderr[-3000:]
+    assert 40e6 < (copy / "model.safetensors").stat().st_size < 50e6
+    check_output(bare(CHECK.replace("minilm-fp16", str(copy)).replace("3000", "12").replace("20000", "4")), 12, 4)

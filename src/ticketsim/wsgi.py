@@ -63,9 +63,9 @@ def worker_app(bundle: str, index: str, make_app: Callable) -> Callable:
 
         faiss.omp_set_num_threads(1)
         searcher = Searcher.load(bundle, index)
-        if "torch" in sys.modules:      # a bundle without a query export
-            sys.modules["torch"].set_num_threads(1)
         searcher.search(pl.DataFrame({"query_id": ["warm-up"], "subject": ["warm up"], "description": [""]}), 1)
+        if "torch" in sys.modules:      # a bundle without a query export, or a large float16 index (search/vectors.py)
+            sys.modules["torch"].set_num_threads(1)
         return make_app(searcher)
 
     return load
