@@ -36,7 +36,7 @@ class ReferenceModel(mlflow.pyfunc.PythonModel):
         noise = [random.Random(key).gauss(0.0, 1.0) for key in keys]   # the same for a pair in every process
         return np.array([self.truth.get(key, 0.0) + NOISE * self.false_share * z for key, z in zip(keys, noise)])
 
-    def evaluate(self, corpus, cfg) -> dict:
+    def evaluate(self, corpus, cfg, cached=(), sentence=None) -> dict:
         return evaluate_method(corpus.pairs, self.scores(corpus.pairs), None, cfg, SCALE)
 
     def predict(self, context, model_input, params=None):
@@ -49,7 +49,7 @@ class FixedFigures(mlflow.pyfunc.PythonModel):
     def __init__(self, figures: dict):
         self.figures = figures
 
-    def evaluate(self, corpus, cfg) -> dict:
+    def evaluate(self, corpus, cfg, cached=(), sentence=None) -> dict:
         return self.figures
 
     def predict(self, context, model_input, params=None):

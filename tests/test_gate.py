@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import polars as pl
 import pytest
 from retrain_workspace import fake_version
@@ -207,3 +208,35 @@ def test_a_champion_whose_model_cannot_be_loaded_stops_the_gate_with_its_name(re
     with pytest.raises(StepError, match=f"{model} v1: its model could not be loaded from the registry"):
         run_gate(params)
     assert latest_version(cfg, model).tags == {}     # not judged
+
+
+def test_channel_s_comes_from_the_stages_cache_only_when_it_holds_the_texts_and_the_model_has_its_sentence_params(
+        search_parts, tmp_path, monkeypatch):
+    """The gate's shortcut: the sentence_encoder stage's S instead of encoding every ticket once per model. Taken, it
+    gives the figures the model computes itself; with other `sentence` params, or texts it lacks, it is not taken."""
+    from ticketsim.channels.cache import ChannelVectors
+    from ticketsim.channels.sentence import sentence_channel
+    from ticketsim.gate_pairs import cached_sentences
+    from ticketsim.serving import TicketSimModel
+
+    model = TicketSimModel()
+    model.bundle = str(make_bundle(tmp_path / "bundle", search_parts, "AL"))   # A over S: reads channel S
+    corpus = search_parts.corpus
+    gate = Corpus(corpus.tickets, corpus.queries, corpus.pairs.filter(pl.col("split") != "test").with_columns(split=pl.lit("dev")))
+    evaluation, sentence = load_params(REPO / "params.yaml").evaluation, model.scorer.sentence
+    encoded = model.evaluate(gate, evaluation)
+    s, _ = sentence_channel(corpus, sentence, False, model.scorer.sentence_encoder)
+    assert metric_values(model.evaluate(gate, evaluation, (s,), sentence)) == pytest.approx(metric_values(encoded))
+    noise = np.random.default_rng(0)
+    wrong = ChannelVectors("S", s.query_ids, s.ticket_ids, {c: noise.normal(size=a.shape) for c, a in s.queries.items()},
+                           {c: noise.normal(size=a.shape) for c, a in s.tickets.items()})
+    assert metric_values(model.evaluate(gate, evaluation, (wrong,), sentence)) != metric_values(encoded)   # taken
+    other = replace(sentence, max_tokens=sentence.max_tokens + 1)
+    assert metric_values(model.evaluate(gate, evaluation, (wrong,), other)) == pytest.approx(metric_values(encoded))
+
+    monkeypatch.chdir(tmp_path)
+    assert cached_sentences(gate, "helpdesk") == ()          # no stage output yet
+    s.save(tmp_path / "data/helpdesk/channels/S.npz")
+    assert cached_sentences(gate, "helpdesk")[0].ticket_ids == s.ticket_ids
+    extra = Corpus(gate.tickets, pl.concat([gate.queries, gate.queries.head(1).with_columns(query_id=pl.lit("q-new"))]), gate.pairs)
+    assert cached_sentences(extra, "helpdesk") == ()          # a query the cache lacks: the models encode

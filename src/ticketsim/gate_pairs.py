@@ -3,16 +3,20 @@
 Figures stored at registration were each measured on the dev set of their own run; after new labelled pairs join the
 dev set (feedback, a batch) a champion's stored figures describe easier or harder pairs than the candidate's, and the
 gate would judge the data, not the models. So both versions are loaded from the registry and scored here, on the
-pairs the candidate's dataset holds now, with the evaluation every stage uses.
+pairs the candidate's dataset holds now, with the evaluation every stage uses. Channel S (the pretrained encoder, the
+costly part) comes from the sentence_encoder stage's cache when it holds these texts and each model was bundled with
+the same `sentence` params: the same vectors the model would compute, without encoding every ticket twice.
 """
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
-from ticketsim.config import DatasetConfig, EvaluationConfig, Params, TrackingConfig
+from ticketsim.channels.cache import ChannelVectors
+from ticketsim.config import DatasetConfig, EvaluationConfig, Params, SentenceConfig, TrackingConfig
 from ticketsim.data.manifest import CSV_TABLES
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.tables import Corpus
@@ -22,6 +26,7 @@ from ticketsim.registry import ModelVersion
 from ticketsim.tracking import metric_values, tracking_uri
 
 SPLIT = "dev"
+SENTENCE_CACHE = "data/{dataset}/channels/S.npz"    # the sentence_encoder stage's output (dvc.yaml)
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class GatePairs:
 
     corpus: Corpus
     source: str         # where the pairs are read from, for people: a file, or how they were generated
+    sentence: SentenceConfig                # the params channel S is computed with
+    cached: tuple[ChannelVectors, ...] = ()  # channel S of these texts, computed with `sentence`
 
     def describe(self) -> str:
         pairs = self.corpus.pairs
@@ -47,7 +54,19 @@ def gate_pairs(params: Params) -> GatePairs:
                         f"nothing to score the champion and the candidate on; label more queries (`ticketsim pairs add`)")
     # The other queries are left out: they change no dev figure (the pool is the tickets; BM25 counts tickets only).
     queries = corpus.queries.filter(pl.col("query_id").is_in(dev["query_id"].unique().to_list()))
-    return GatePairs(Corpus(corpus.tickets, queries, dev), pairs_source(cfg, params.seed))
+    gate = Corpus(corpus.tickets, queries, dev)
+    return GatePairs(gate, pairs_source(cfg, params.seed), params.sentence, cached_sentences(gate, cfg.name))
+
+
+def cached_sentences(corpus: Corpus, dataset: str) -> tuple[ChannelVectors, ...]:
+    """The sentence_encoder stage's channel S when it holds every ticket and query of `corpus` (the intake only appends,
+    so a text under a known id is the one encoded), else nothing: the models encode the texts themselves."""
+    path = Path(SENTENCE_CACHE.format(dataset=dataset))
+    if not path.is_file():
+        return ()
+    vectors = ChannelVectors.load(path)
+    held = set(corpus.tickets["ticket_id"]) <= set(vectors.ticket_ids) and set(corpus.queries["query_id"]) <= set(vectors.query_ids)
+    return (vectors,) if held else ()
 
 
 def pairs_source(cfg: DatasetConfig, seed: int) -> str:
@@ -77,6 +96,6 @@ def version_figures(cfg: TrackingConfig, version: ModelVersion, pairs: GatePairs
         if not hasattr(model, "evaluate"):
             raise StepError(f"{version.model} v{version.version}: its model ({type(model).__name__}) cannot score labelled "
                             "pairs, so the gate cannot compare it on the same pairs; register it again (`dvc repro`)")
-        results = model.evaluate(pairs.corpus, evaluation)
+        results = model.evaluate(pairs.corpus, evaluation, pairs.cached, pairs.sentence)
     return metric_values({SPLIT: results.get(SPLIT, {})})
 

@@ -221,8 +221,10 @@ def evaluate_bundle(directory: str | Path, corpus: Corpus, cfg: EvaluationConfig
     return evaluate_scorer(Scorer.load(directory), corpus, cfg)
 
 
-def evaluate_scorer(scorer: Scorer, corpus: Corpus, cfg: EvaluationConfig) -> tuple[dict, pl.DataFrame]:
-    """evaluate_bundle of a bundle already loaded (a registered model's, which the retraining gate scores)."""
-    scores, matrix = scorer.score(corpus)
+def evaluate_scorer(scorer: Scorer, corpus: Corpus, cfg: EvaluationConfig,
+                    cached: Sequence[ChannelVectors] = ()) -> tuple[dict, pl.DataFrame]:
+    """evaluate_bundle of a bundle already loaded (a registered model's, which the retraining gate scores); `cached`: as
+    Scorer.encode."""
+    scores, matrix = scorer.score(corpus, cached=cached)
     results = evaluate_method(corpus.pairs, scores, matrix, cfg, scorer.calibrator)
     return results, scored_pairs(corpus.pairs, scores, scorer.calibrator)

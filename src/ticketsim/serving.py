@@ -27,12 +27,15 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, PERMISSION_DEN
 from mlflow.types.schema import ParamSchema, ParamSpec
 
 from ticketsim.access import TOKEN_VARIABLE, Access
-from ticketsim.config import EvaluationConfig, ServeConfig
+from ticketsim.config import EvaluationConfig, SentenceConfig, ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
 from ticketsim.data.validate import DataError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ticketsim.channels.cache import ChannelVectors
     from ticketsim.scorer import Scorer
 
 COLUMNS = ("query_subject", "query_description", "ticket_subject", "ticket_description", "ticket_solution")
@@ -78,12 +81,14 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
 
         return Scorer.load(self.bundle)
 
-    def evaluate(self, corpus: Corpus, cfg: EvaluationConfig) -> dict:
+    def evaluate(self, corpus: Corpus, cfg: EvaluationConfig, cached: Sequence[ChannelVectors] = (),
+                 sentence: SentenceConfig | None = None) -> dict:
         """Every measure of this version on a labelled corpus, as `ticketsim evaluate` gives it: how the retraining gate
-        scores the champion and the candidate on the same pairs (ticketsim.gate_pairs)."""
+        scores the champion and the candidate on the same pairs (ticketsim.gate_pairs). `cached`: channel S of the
+        corpus computed with `sentence`, taken only when that is this bundle's own `sentence` (else S is encoded)."""
         from ticketsim.scorer import evaluate_scorer
 
-        return evaluate_scorer(self.scorer, corpus, cfg)[0]
+        return evaluate_scorer(self.scorer, corpus, cfg, cached if sentence == self.scorer.sentence else ())[0]
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.Series | pd.DataFrame:
         try:
