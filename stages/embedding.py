@@ -29,6 +29,9 @@ def main() -> None:
         pretrained = load_pretrained(cfg.word2vec.pretrained) if cfg.word2vec.pretrained else None
         word2vec, word2vec_report = train_word2vec(corpus_sentences(tokens), cfg.word2vec, params.seed, pretrained)
         save_vectors(word2vec, args.word2vec)
+        if word2vec_report.min_count < cfg.word2vec.min_count:
+            print(f"embedding@{stage.dataset}: no word occurs embedding.word2vec.min_count ({cfg.word2vec.min_count}) times "
+                  f"in the tickets, so word2vec learns every word ({word2vec_report.vocabulary})")
         figures = {"word2vec": {**asdict(word2vec_report), "seconds": round(time.perf_counter() - started, 1)}}
 
         started = time.perf_counter()

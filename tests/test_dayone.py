@@ -84,6 +84,17 @@ def test_the_channels_train_on_a_knowledge_base_of_one_or_five_tickets_and_say_w
                if v is not None)
 
 
+def test_word2vec_learns_every_word_of_a_ticket_whose_words_each_occur_once(tmp_path):
+    (tmp_path / "tickets.csv").write_text("number,short_description,description,close_notes\n"
+                                          "INC0000001,Printer broken,Jams,Replaced roller\n")
+    tokens = tokens_of(tmp_path, "servicenow-no-work-notes")
+    cfg = EmbeddingConfig().word2vec
+    word2vec, report = train_word2vec(corpus_sentences(tokens), replace(cfg, epochs=2), 13)
+    assert (report.min_count, cfg.min_count) == (1, 2)          # the stage says so when min_count was lowered
+    assert sorted(word2vec.index_to_key) == sorted(w for field in ("subject", "description", "solution")
+                                                   for w in tokens.tickets[field][0])
+
+
 def test_validate_checks_a_tickets_only_folder_and_says_how_when_it_is_not_told(tmp_path, capsys):
     write_export(tmp_path, "servicenow-no-work-notes", 5)
     assert main(["validate", "--csv", str(tmp_path), "--columns", "servicenow", "--tickets-only"]) == OK

@@ -33,6 +33,7 @@ class Word2VecReport:
     vocabulary: int         # words with a vector
     pretrained: int         # of them, taken from the pretrained file
     trained: int            # of them, learned from the corpus alone
+    min_count: int          # the count a word needed: cfg.min_count, or 1 where no word reached it (a small knowledge base)
 
 
 def train_word2vec(sentences: Iterable[list[str]], cfg: Word2VecConfig, seed: int,
@@ -51,6 +52,9 @@ def train_word2vec(sentences: Iterable[list[str]], cfg: Word2VecConfig, seed: in
     model = Word2Vec(vector_size=cfg.dim, window=cfg.window, min_count=cfg.min_count, sg=int(cfg.sg),
                      epochs=cfg.epochs, seed=seed, workers=1)
     model.build_vocab(sentences)
+    if not len(model.wv) and sentences:    # a knowledge base of a ticket or two: no word seen min_count times
+        model.min_count = 1
+        model.build_vocab(sentences)
     known = [word for word in model.wv.index_to_key if word in pretrained.key_to_index] if pretrained is not None else []
     if known:
         rows = [model.wv.key_to_index[word] for word in known]
@@ -66,7 +70,8 @@ def train_word2vec(sentences: Iterable[list[str]], cfg: Word2VecConfig, seed: in
         if rare:
             vectors.add_vectors(rare, pretrained[rare])
         known += rare
-    return vectors, Word2VecReport(vocabulary=len(vectors), pretrained=len(known), trained=len(vectors) - len(known))
+    return vectors, Word2VecReport(vocabulary=len(vectors), pretrained=len(known), trained=len(vectors) - len(known),
+                                   min_count=model.min_count)
 
 
 def save_vectors(vectors: KeyedVectors, path: str | Path) -> None:
