@@ -58,8 +58,9 @@ class Parts:
     sources: dict[str, Path]
 
 
-def train_parts(root: Path, n_tickets: int = 80, seed: int = 3) -> Parts:
-    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=10), seed)
+def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int = 10) -> Parts:
+    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=n_enduser),
+                      seed)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
     word2vec, _ = train_word2vec(corpus_sentences(tokens), Word2VecConfig(dim=16, epochs=1, min_count=1), seed)
     chars, _ = train_char_blstm(word2vec.index_to_key, word2vec.vectors, CharBLSTMConfig(hidden=4, char_dim=8, epochs=1), seed,

@@ -254,7 +254,7 @@ def index_build_command(args: argparse.Namespace) -> int:
     from ticketsim.search.index import build_index, model_hash
 
     tickets = read_records(args.tickets, "tickets", args.columns)
-    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets)
+    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets, precision=args.precision)
     index.save(args.index)
     print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index}")
     return OK
@@ -395,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     index = commands.add_parser("index", help="the search index of a knowledge base").add_subparsers(dest="action", required=True)
     build_parser = index.add_parser("build", help="index every ticket of a file with a bundle's weights")
     build_parser.add_argument("--tickets", required=True, help=".csv or .jsonl: ticket_id, subject, description, solution")
+    build_parser.add_argument("--precision", choices=("float32", "float16"), default="float32",
+                              help="of the stored vectors: float16 halves the index's bytes, near-ties may swap places")
     build_parser.set_defaults(run=index_build_command)
     grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
     grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")

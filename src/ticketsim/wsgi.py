@@ -6,7 +6,7 @@ and checks the bundle and the index, but loads no model: polars' and OpenMP's th
 worker forked after a search hangs in its first one). Each worker loads the model and the index once, answers a warm-up
 search, and only then takes requests: nothing heavy is imported or loaded per request. The index's vectors are one
 memory-mapped file (ticketsim.search.vectors): every worker maps the same pages of the page cache instead of holding a
-copy (200k x 384: 307 MB private per worker before, 78 MB PSS and nothing private after, docs/performance.md).
+copy (200k x 384: a private 307 MB FAISS copy per worker before; as float16, 78 MB PSS each and nothing private after).
 ONNX Runtime (sentence.threads), torch and FAISS run on one thread each: the workers are the parallelism.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The knowledge base of a search, as one folder: the tickets' folded vectors (float16 by default, searched exactly under
-L1 and memory-mapped, so the page's workers share one copy: search/vectors.py), the tickets themselves (texts, each
+"""The knowledge base of a search, as one folder: the tickets' folded vectors (float32, or float16 at half the bytes;
+searched exactly under L1 and memory-mapped, so the page's workers share one copy: search/vectors.py), the tickets themselves (texts, each
 part's tokens, standardized topic activity), the coherence a topic needs to be named in a reason, and the hash of the
 bundle whose weights folded them, so that a search with other weights is refused instead of answering wrongly.
 
@@ -170,10 +170,11 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
 
 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),
-                coherence: float = TopicsConfig.coherence, precision: Precision = "float16") -> TicketIndex:
+                coherence: float = TopicsConfig.coherence, precision: Precision = "float32") -> TicketIndex:
     """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode;
-    coherence: the NPMI a topic needs for a reason to name it (topics.coherence); precision: of the stored vectors
-    (float32 keeps the model's own distances to 1e-5, for the tests that compare them)."""
+    coherence: the NPMI a topic needs for a reason to name it (topics.coherence); precision: of the stored vectors.
+    float16 halves the bytes but reorders near-ties (synthetic end-user queries: 195 of 200 top 10s in the same order,
+    all 200 with the same ten tickets, docs/performance.md), so it is chosen, not the default."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     layout = Layout.of(scorer)
