@@ -1,13 +1,12 @@
-"""The index's folded ticket vectors: one row per ticket, stored as float16 (or float32) in one .npy file that a loaded
+"""The index's folded ticket vectors: one row per ticket, stored as float32 (or float16) in one .npy file that a loaded
 index memory-maps, and searched exactly under L1.
 
 Why not a FAISS IndexFlat: it holds float32 in each process's own memory, so every gunicorn worker kept a copy of the
 whole index, and FAISS's scalar quantizer (which stores float16) scores only L2 and inner products. Here the file's
-pages are the operating system's page cache, shared by every worker that maps it, at half float32's bytes. A scan
-converts SCAN rows at a time to float32 and lets FAISS's brute-force L1 kernel (faiss.knn) find each block's nearest:
-the distances are those of the float16 vectors, computed exactly, so the search stays exact for the stored vectors
-(the rounding to float16 moves a distance by about 1e-3 of itself: tests/test_index_precision.py checks that the
-end-user queries' top 10 is unchanged). float32 vectors are scanned in place, mapped and shared as well.
+pages are the operating system's page cache, shared by every worker that maps it. float32 vectors are scanned in place
+by FAISS's brute-force L1 kernel (faiss.knn), SCAN rows at a time; float16 ones (half the bytes) are converted to
+float32 block by block first: the distances are those of the float16 vectors, computed exactly, but the rounding
+reorders near-ties (docs/performance.md#the-indexs-memory-per-ticket), so float16 is chosen, not the default.
 """
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ import faiss
 import numpy as np
 
 Precision = Literal["float16", "float32"]
-SCAN = 1 << 14      # rows converted to float32 at once: 25 MB at 384 dims, 126 MB at 1,920
+SCAN = 1 << 14      # rows per block (float16 converted: 25 MB of float32 at 384 dims, 126 MB at 1,920)
 TORCH_FROM = 1 << 22    # float16 values from which a scan converts them with torch (see half_copy)
 
 
