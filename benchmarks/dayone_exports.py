@@ -8,7 +8,7 @@ with and without work notes, Zendesk with and without comments, OTRS) and each s
     ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"
 
 One line per run: shape, tickets, both exit codes, the pipeline's seconds, the hits found, and every line a stage said
-about what the small knowledge base made it shrink or skip. Exits 1 when any run failed.
+about what the small knowledge base made it shrink (topics, embedding). Exits 1 when any run failed.
 
 Usage: python benchmarks/dayone_exports.py [--shapes jira-html otrs ...] [--sizes 1 5 300] [--workspace DIR]
 """
@@ -30,7 +30,7 @@ from export_shapes import SHAPES, write_export  # noqa: E402
 EXPERIMENT = "dvc exp run -S '+datasets.mydesk={{source: csv, raw: exports/mydesk, columns: {mapping}, labels: false}}' register@mydesk"
 SEARCH = 'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"'
 # What a stage says when a small knowledge base makes it shrink or skip something
-SAID = re.compile(r"^topics@mydesk: .*$", re.M)
+SAID = re.compile(r"^(?:topics|embedding)@mydesk: (.*)$", re.M)
 
 
 def day_one(workspace: Path, shape: str, size: int) -> dict:
@@ -61,7 +61,7 @@ def main() -> int:
         for size in args.sizes:
             run = day_one(workspace, shape, size)
             codes = run["pipeline"].returncode, run["search"].returncode
-            said = "; ".join(line.removeprefix("topics@mydesk: ") for line in SAID.findall(run["pipeline"].stdout))
+            said = "; ".join(SAID.findall(run["pipeline"].stdout))
             print(f"| {shape} | {size} | {codes[0]} | {codes[1]} | {run['seconds']:.0f} | {run['hits']} | {said} |", flush=True)
             if any(codes):
                 failed = True
