@@ -4,13 +4,13 @@ Usage:
   python benchmarks/gpu_check.py MODEL_FOLDER [--pairs 3000] [--passages 20000] [--params params.yaml]
 
 Needs only torch, transformers, sentence-transformers and numpy (PyYAML comes with transformers): the project's src
-is put on sys.path, and the encoder and training core (ticketsim.channels.sentence, ticketsim.model, ticketsim.train)
+is put on sys.path, and the encoder and training core (ticketsim.channels.sentence, ticketsim.model, ticketsim.training.trainer)
 import no polars, MLflow or DVC. MODEL_FOLDER is a sentence-transformers folder, e.g. the float16 copy of MiniLM that
 benchmarks/half_weights.py writes (45 MB to carry); its weights are cast to float32 on load, so both devices start from
 the same numbers.
 
 - F: params' variant F (its metric, pairwise loss, AdamW settings, siamese.encoder's max_tokens, frozen layers and chunk
-  size) trained for one epoch by ticketsim.train.fit through ticketsim.model's Siamese network and TransformerBranch,
+  size) trained for one epoch by ticketsim.training.trainer.fit through ticketsim.model's Siamese network and TransformerBranch,
   on a synthetic set of --pairs pairs (queries in lay words, each with its ticket and five others; a tenth held out
   for the dev loss that fit computes each epoch, counted in the epoch's seconds).
 - Encoding: --passages synthetic ticket passages of about 200 words (most fill MiniLM's 256 word pieces), through
@@ -36,10 +36,10 @@ import torch  # noqa: E402
 from ticketsim.channels.sentence import encode_passages, load_encoder  # noqa: E402
 from ticketsim.config import load_params  # noqa: E402
 from ticketsim.model.branches import TransformerBranch  # noqa: E402
-from ticketsim.model.losses import loss_of  # noqa: E402
+from ticketsim.model.losses import loss_of
 from ticketsim.model.metric import MetricConfig  # noqa: E402
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM  # noqa: E402
-from ticketsim.train import fit, rescale  # noqa: E402
+from ticketsim.training.trainer import fit, rescale  # noqa: E402
 
 EQUIPMENT = ["pump", "printer", "laptop", "router", "valve", "compressor", "scanner", "badge reader", "VPN client",
              "mail server", "conveyor", "boiler", "monitor", "docking station", "label printer", "PLC"]
@@ -81,7 +81,7 @@ def pair_set(n_pairs: int, seed: int = 13) -> tuple[list[str], list[str], torch.
 
 
 def f_epoch(folder: str, device: str, params: str, n_pairs: int) -> float:
-    """Seconds of one epoch of params' variant F on `device` (training and the dev loss), through ticketsim.train.fit."""
+    """Seconds of one epoch of params' variant F on `device` (training and the dev loss), through ticketsim.training.trainer.fit."""
     siamese = load_params(params).siamese
     variant = siamese.variant("F")
     train = replace(siamese.training(variant, "labels"), epochs=1)

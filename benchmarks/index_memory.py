@@ -45,8 +45,8 @@ sys.stdin.read()
 def per_ticket(n_tickets: int, n_enduser: int, folder: Path) -> None:
     from search_bundle import VARIANTS, make_bundle, train_parts
 
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.config import VariantConfig
-    from ticketsim.scorer import Scorer
     from ticketsim.search.enduser import SPLIT
     from ticketsim.search.index import TICKETS, VECTORS, TicketIndex, build_index, model_hash
     from ticketsim.search.queries import query_encoder

@@ -37,7 +37,7 @@ GOAL = 3.0      # seconds, issue 20
 def small_bundle(folder: Path) -> tuple[Path, Path]:
     from search_bundle import make_bundle, train_parts
 
-    from ticketsim.scorer import Scorer
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.search.index import build_index, model_hash
     from ticketsim.search.queries import export_queries
 
@@ -89,8 +89,8 @@ def warm(args: argparse.Namespace, bundle: Path, index: Path, scratch: Path) -> 
     import polars as pl
     from http_server import serving
 
+    from ticketsim.app.pyfunc import TicketSimModel
     from ticketsim.search.searcher import Searcher
-    from ticketsim.serving import TicketSimModel
 
     def timed(call, n: int = 20) -> str:
         call()      # the first query loads what the index and the encoder load lazily

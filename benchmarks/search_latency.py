@@ -23,13 +23,13 @@ import numpy as np
 import polars as pl
 import torch
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL, LexicalIndex
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import PAIR_SCHEMA, Corpus
-from ticketsim.scorer import Scorer
-from ticketsim.search.encode import Layout, encode_side
+from ticketsim.search.encode import Layout, fold_side
 from ticketsim.search.index import TicketIndex
 from ticketsim.search.topk import exact_top_k
 from ticketsim.search.vectors import TicketVectors
@@ -127,7 +127,7 @@ def encoding_rate(scorer: Scorer, queries: pl.DataFrame, threads: int, batch: in
     layout = Layout.of(scorer)
     torch.set_num_threads(threads)
     calls = [queries.slice(s, batch) for s in range(0, queries.height, batch)]
-    return queries.height / median_seconds(lambda: [encode_side(scorer, layout, part, "queries") for part in calls], 1)
+    return queries.height / median_seconds(lambda: [fold_side(scorer, layout, part, "queries") for part in calls], 1)
 
 
 def main() -> None:
@@ -143,7 +143,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     scorer, real = Scorer.load(args.model), TicketIndex.load(args.index)
     texts = generate(SyntheticConfig(n_tickets=max(args.sample, 100), n_labeled_queries=0, n_enduser_queries=64), seed=7)
-    tokens, queries = encode_side(scorer, real.layout, texts.queries, "queries")
+    tokens, queries = fold_side(scorer, real.layout, texts.queries, "queries")
     words = component_tokens(tokens, QUERY_LEVEL)
     per_pair = pair_seconds(scorer, texts, args.sample)
     free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -96,14 +96,14 @@ def load(uri: str, queries: list[dict[str, str]], clients: int, k: int, timeout:
 def dev_server(args: argparse.Namespace) -> None:
     """The old way: Flask's development server, one request at a time, queries through torch (run by this script in a
     process of its own)."""
-    from ticketsim.access import Access
+    from ticketsim.app.access import Access
+    from ticketsim.app.page import create_app
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.config import ServeConfig
     from ticketsim.data.feedback import Journal
-    from ticketsim.scorer import Scorer
     from ticketsim.search.index import TicketIndex
     from ticketsim.search.queries import ScorerQueries
     from ticketsim.search.searcher import Searcher
-    from ticketsim.web import create_app
 
     searcher = Searcher(ScorerQueries(Scorer.load(args.model)), TicketIndex.load(args.index), args.model, args.index)
     app = create_app(searcher, ServeConfig(), Journal(args.journal), Access(HOST, None))

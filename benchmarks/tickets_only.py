@@ -27,13 +27,13 @@ from pathlib import Path
 
 import yaml
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.sentence import sentence_channel
 from ticketsim.config import SEMEVAL_FILES, DatasetConfig, EvaluationConfig
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.scorer import Scorer
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,12 +9,12 @@ evaluated again, so changing one model's params retrains that model alone.
 from dataclasses import asdict
 from pathlib import Path
 
-from ticketsim.comparison import Comparators, compare_saved, title
 from ticketsim.data.tables import Corpus
+from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.side_by_side import side_by_side
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_metrics
+from ticketsim.training.comparators import Comparators, compare_saved, title
 
 STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"}, needs_labels=True)

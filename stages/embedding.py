@@ -9,9 +9,9 @@ from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
 from ticketsim.channels.projection import fault_types, projection_plot
 from ticketsim.channels.sumemb import spelling_neighbours, sumemb_vectors
 from ticketsim.channels.word2vec import corpus_sentences, load_pretrained, neighbours, save_vectors, train_word2vec
+from ticketsim.lifecycle.tracking import log_dict, log_metrics
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_dict, log_metrics
 
 STAGE = Stage("embedding", __doc__, reads=("tokens",), writes=("metrics", "plots"),
               options={"word2vec": "the word vectors to write (gensim KeyedVectors, .kv)",

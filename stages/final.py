@@ -3,9 +3,10 @@ the bundle stage bundles; on a dataset without labelled pairs siamese.unlabelled
 from pathlib import Path
 
 from ticketsim.config import load_tuned
-from ticketsim.siamese_rows import Dataset, Row, log_row, read_prepared, train_row
 from ticketsim.stage import Arg, Stage
 from ticketsim.threads import torch_threads
+from ticketsim.training.rows import Row, log_row, train_row
+from ticketsim.training.variant import prepare_files
 
 STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"variant_file": "YAML of the tune stage: the weights and LSTM size to train",
@@ -18,11 +19,11 @@ def main() -> None:
     params, args = stage.params, stage.args
     labelled = stage.dataset_config.labels
     name = f"{params.siamese.final}-tuned" if labelled else params.siamese.final_of(stage.dataset_config)  # nothing tuned
-    row = Row(name, load_tuned(args.variant_file), Path(args.out), Path(args.plots), final=True)
-    data = read_prepared(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
+    row = Row(name, load_tuned(args.variant_file), stage.dataset, Path(args.out), Path(args.plots), final=True)
+    data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
                          labelled)
     with torch_threads(params.siamese.threads):     # as the siamese stage's rows: the same row, the same figures
-        trained = train_row(Dataset(stage.dataset, params, data), row)
+        trained = train_row(data, row)
     log_row(stage, row, trained, Path(args.metrics))
 
 

@@ -2,9 +2,9 @@
 import time
 from pathlib import Path
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.data.tables import Corpus
-from ticketsim.scorer import Scorer
 from ticketsim.search.enduser import enduser_evaluation, shares_plot
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import DataError, IntakeReport
+from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import make_tokenizer, token_stats, tokenize_corpus
-from ticketsim.tracking import log_metrics
 
 STAGE = Stage("prepare", __doc__, writes=("metrics",),
               options={"out": "folder for tickets/queries/pairs.parquet and intake.json",

@@ -2,11 +2,11 @@
 import json
 from pathlib import Path
 
+from ticketsim.app.pyfunc import log_bundle
 from ticketsim.evaluate.report import NOT_METHODS
+from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.search.index import TicketIndex, model_hash
-from ticketsim.serving import log_bundle
 from ticketsim.stage import Stage
-from ticketsim.tracking import log_metrics
 
 STAGE = Stage("register", __doc__, reads=("bundle",),
               options={"index": "the index stage's folder (built with this bundle)", "results": "the final variant's metrics JSON"})

@@ -9,9 +9,9 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.baselines import bm25_matrix, channel_rows, source_order_scores
 from ticketsim.evaluate.report import block_of, write_results
 from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.lifecycle.tracking import log_methods
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_methods
 
 STAGE = Stage("rows", __doc__, reads=("corpus", "tokens"), writes=("metrics", "reports", "plots"),
               options={"channels": "folder of the cached channels, <channel>.npz"}, needs_labels=True)

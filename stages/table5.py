@@ -3,8 +3,8 @@ import json
 from pathlib import Path
 
 from ticketsim.evaluate.report import table5, write_results
+from ticketsim.lifecycle.tracking import log_methods
 from ticketsim.stage import Arg, Stage
-from ticketsim.tracking import log_methods
 
 STAGE = Stage("table5", __doc__, writes=("metrics", "reports", "plots"),
               options={"inputs": Arg("metrics JSON files (method -> split -> protocol -> measure) or folders of them", many=True)},

@@ -13,9 +13,9 @@ from ticketsim.channels.topics import (
     topic_vectors,
     topic_words_markdown,
 )
+from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
-from ticketsim.tracking import log_metrics
 
 STAGE = Stage("topics", __doc__, reads=("tokens",), writes=("metrics", "reports"),
               options={"models": "folder for the models: m1.pt, m2.pt, lda_m1.npz, lda_m2.npz",

@@ -1,6 +1,6 @@
 """Stage tune: the Optuna search of the final variant's W, V and hidden size on one dataset's train and dev pairs."""
 from ticketsim.stage import Arg, Stage
-from ticketsim.tune import problem_from_files, run
+from ticketsim.tuning.search import prepared_for_search, run
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
@@ -12,7 +12,7 @@ def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
     run(params, stage.dataset,
-        lambda: problem_from_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
+        lambda: prepared_for_search(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
         args.out, args.metrics, args.plots, args.workers)
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: the SemEval-2016 Task 3 files (in ../shared beside the repo, never in it) and one real pipeline run.
+"""Shared fixtures: the SemEval-2016 Task 3 files (in ../shared beside the repo, never in it), one real pipeline run, and
+the small data many tests train on (a tiny synthetic corpus with its tokens, random cached channel vectors).
 
 `repro_workspace` is what a user who clones the repo has (its tracked files, no outputs, no ../shared beside it) after
 `dvc repro` with small params: built once per session, read by every test of the real pipeline, never modified.
@@ -10,14 +11,38 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
+
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.config import SyntheticConfig, TextConfig
+from ticketsim.data.synthetic import generate
+from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 SEMEVAL_DIR = REPO.parent / "shared" / "data" / "semeval2016-task3"
 OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
+
+
+@cache
+def tiny_corpus(n_tickets: int = 60, n_labeled_queries: int = 30, n_enduser_queries: int = 4, pairs_per_query: int = 3,
+                seed: int = 0):
+    """A small synthetic corpus and its tokens, made once per process for each size (read-only: tests share it)."""
+    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=n_labeled_queries, pairs_per_query=pairs_per_query,
+                                      n_enduser_queries=n_enduser_queries), seed=seed)
+    return corpus, tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
+
+
+def random_channel(name: str, corpus, seed: int, dim: int = 6) -> ChannelVectors:
+    """A cached channel of random vectors for every query and ticket component of `corpus`: where only shapes matter."""
+    rng = np.random.default_rng(seed)
+    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
+    return ChannelVectors(name, ids_q, ids_t, {c: rng.random((len(ids_q), dim)) for c in QUERY_COMPONENTS},
+                          {c: rng.random((len(ids_t), dim)) for c in TICKET_COMPONENTS})
 
 
 @pytest.fixture(scope="session")

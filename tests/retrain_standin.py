@@ -1,9 +1,9 @@
-"""A stand-in for the Siamese and register stages in the retraining tests, with the seam ticketsim.retrain relies on.
+"""A stand-in for the Siamese and register stages in the retraining tests, with the seam ticketsim.lifecycle.retrain relies on.
 
 Its model is as good as its training labels are true: it scores a pair by the label a reference file gives it (the
 generator's true labels), blurred by noise that grows with the share of the dataset's train labels that disagree with
 the reference. So a batch of shuffled labels makes a worse model, which the gate sees when it scores champion and
-candidate on the same pairs, as it scores real models (the `evaluate` of ticketsim.serving.TicketSimModel). Like the
+candidate on the same pairs, as it scores real models (the `evaluate` of ticketsim.app.pyfunc.TicketSimModel). Like the
 register stage, it logs the model's results on its own dataset in the run it registers as a new version of
 `siamese.registered_name(dataset)`.
 """
@@ -16,12 +16,12 @@ import mlflow
 import numpy as np
 import polars as pl
 
-from ticketsim.calibrate import Calibrator
 from ticketsim.config import load_params
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
+from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.tracking import log_metrics, stage_run
+from ticketsim.lifecycle.tracking import log_metrics, stage_run
 
 NOISE = 20.0            # the noise's standard deviation when every train label is false
 SCALE = Calibrator((1.0, 5.0), (1.0, 5.0))   # scores are on the label scale already: clipped to [1, 5]

@@ -26,8 +26,7 @@ from ticketsim.config import Params, SyntheticConfig
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.retrain import registered_name
-from ticketsim.tracking import URI_VARIABLE, log_metrics, stage_run
+from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, stage_run
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = "standin"     # the stand-in for the Siamese stage (tests/retrain_standin.py)
@@ -158,4 +157,4 @@ def fake_version(params: Params, rerank_map: float, mse: float = 1.0, retrieve_m
                        "retrieve": {"map@10": retrieve_map}}}
     with stage_run(params.tracking, "register", params.retrain.dataset):
         log_metrics(figures)
-        return register(registered_name(params), FixedFigures(figures))
+        return register(params.siamese.registered_name(params.retrain.dataset), FixedFigures(figures))

@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 from tiny_encoder import tiny_encoder
 
-from ticketsim.calibrate import Calibrator
+from ticketsim.bundle.loader import write_bundle
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
 from ticketsim.channels.sentence import load_encoder
 from ticketsim.channels.sumemb import word_vectors
@@ -28,9 +28,9 @@ from ticketsim.config import (
 )
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.experiment import ENCODER, WEIGHTS, build_model, save_model
+from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.model.branches import BranchStart
-from ticketsim.scorer import write_bundle
+from ticketsim.model.saved import ENCODER, WEIGHTS, build_model, save_model
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 CROSS = {"sub-sub": 0.3, "desc-desc": 0.3, "sub-desc": 0.2, "sub-sol": 0.1, "desc-sol": 0.1}

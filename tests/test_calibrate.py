@@ -4,8 +4,8 @@ import polars as pl
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-from ticketsim.calibrate import Calibrator, fit_calibrator
 from ticketsim.config import EvaluationConfig
+from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
 

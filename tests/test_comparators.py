@@ -12,7 +12,7 @@ from ticketsim.model.comparators.inputs import chunked, letter_trigrams, sentenc
 from ticketsim.model.inputs import padded, vocabulary_index
 from ticketsim.model.losses import mse
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.train import fit, rescale
+from ticketsim.training.trainer import fit, rescale
 
 # Tiny sizes of every registered comparator, texts cut short: each trains in about a second.
 TINY = {"query_tokens": 16, "ticket_tokens": 30}

@@ -1,4 +1,4 @@
-"""One comparator on one dataset (ticketsim.comparison): it learns more than the mean, is seeded, resumes, reads content words."""
+"""One comparator on one dataset (ticketsim.training.comparators): it learns more than the mean, is seeded, resumes, reads content words."""
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from test_comparators import one_thread  # noqa: F401  (autouse: tiny matrices, one torch thread)
 
-from ticketsim.comparison import compare, title, vocabulary
 from ticketsim.config import ComparatorsConfig, ConfigError, EvaluationConfig, TextConfig, TrainConfig, load_params
 from ticketsim.data.tables import Corpus
 from ticketsim.model.comparators import REGISTRY, build_comparator, training_texts
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.training.comparators import compare, title, vocabulary
 
 EQUIPMENT = ("pump", "valve", "motor", "fan", "boiler")
 FAULTS = ("leak", "noise", "overheat", "trip")

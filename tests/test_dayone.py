@@ -12,18 +12,10 @@ import numpy as np
 import pytest
 from export_shapes import SHAPES, write_export
 
+from ticketsim.channels import topics as channel_t
 from ticketsim.channels.char_blstm import train_char_blstm
 from ticketsim.channels.projection import pca_2d
 from ticketsim.channels.sumemb import sumemb_vectors
-from ticketsim.channels.topics import (
-    coherence_table,
-    fit_topic_models,
-    heldout_count,
-    perplexity_markdown,
-    said_of,
-    topic_vectors,
-    topic_words_markdown,
-)
 from ticketsim.channels.word2vec import corpus_sentences, train_word2vec
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import DatasetConfig, EmbeddingConfig, TextConfig, TopicsConfig
@@ -69,17 +61,17 @@ def test_the_channels_train_on_a_knowledge_base_of_one_or_five_tickets_and_say_w
 
     topics = TopicsConfig()
     topics = replace(topics, workers=1, docnade=replace(topics.docnade, epochs=2), lda=replace(topics.lda, passes=1, particles=2))
-    models = fit_topic_models(tokens, topics, 13)
-    training = size - heldout_count(size, topics.heldout)
+    models = channel_t.fit_topic_models(tokens, topics, 13)
+    training = size - channel_t.heldout_count(size, topics.heldout)
     assert training < topics.vocabulary.min_documents
     assert all(model.vocabulary.words for model in models.values())
-    assert said_of(models) == [f"M1 and M2: no word is in topics.vocabulary.min_documents (10) of the {training} training "
+    assert channel_t.said_of(models) == [f"M1 and M2: no word is in topics.vocabulary.min_documents (10) of the {training} training "
                                "tickets, so the vocabulary keeps every word",
                                *(["M1 and M2: no ticket held out of 1, so no held-out perplexity"] if size == 1 else [])]
-    assert topic_vectors(tokens, models).tickets["sub+desc+sol"].shape == (size, topics.n_topics)
+    assert channel_t.topic_vectors(tokens, models).tickets["sub+desc+sol"].shape == (size, topics.n_topics)
     table = {name: model.perplexity for name, model in models.items()}
-    assert "| SUB |" in perplexity_markdown(table, models, "mydesk", heldout_count(size, topics.heldout))
-    assert "## M2" in topic_words_markdown(models, topics.top_words, "mydesk", coherence_table(tokens, models, 10), 0.1)
+    assert "| SUB |" in channel_t.perplexity_markdown(table, models, "mydesk", channel_t.heldout_count(size, topics.heldout))
+    assert "## M2" in channel_t.topic_words_markdown(models, topics.top_words, "mydesk", channel_t.coherence_table(tokens, models, 10), 0.1)
     assert all(np.isfinite(v) for m in table.values() for kind in ("docnade", "lda") for v in m[kind].values()
                if v is not None)
 

@@ -83,10 +83,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
     "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
         "needs a running page: tests/test_feedback.py asks /api/search",
-    "python benchmarks/select_config.py --dataset default --variants 22 22+S+L best --baselines --out selection.json":
-        "a benchmark of many minutes (cross-validated training), not a test",
-    "python benchmarks/select_config.py --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
-        "a benchmark of many minutes on a SemEval workspace, not a test",
+    "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
+        "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
+        "files with 3 folds, 1 seed and 1 epoch",
+    "ticketsim select --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
+        "many minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
     'ticketsim search --index servicenow-index --subject "vpn keeps disconnecting"':
         "needs a trained bundle: tests/test_exports.py searches an index built from this export with a small one",
     "dvc exp run -S '+datasets.mydesk={source: csv, raw: exports/mydesk, columns: servicenow, labels: false}' register@mydesk":

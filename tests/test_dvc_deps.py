@@ -10,7 +10,7 @@ from dvc.repo import Repo
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-PLUMBING = {"ticketsim/config.py", "ticketsim/tracking.py", "ticketsim/stage.py", "ticketsim/errors.py"}
+PLUMBING = {"ticketsim/config.py", "ticketsim/lifecycle/tracking.py", "ticketsim/stage.py", "ticketsim/errors.py"}
 
 
 def module_files(name: str) -> list[Path]:

@@ -14,10 +14,10 @@ import pytest
 from search_bundle import make_bundle
 from tiny_encoder import tiny_encoder
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
 from ticketsim.channels.sentence import encode_texts, load_encoder
 from ticketsim.config import SentenceConfig
-from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, export_queries, query_encoder
 from ticketsim.search.searcher import Searcher

@@ -13,17 +13,17 @@ import pytest
 from search_bundle import make_bundle
 
 from ticketsim import cli
-from ticketsim.access import TOKEN_VARIABLE, Access
+from ticketsim.app.access import TOKEN_VARIABLE, Access
+from ticketsim.app.page import create_app
+from ticketsim.app.pyfunc import JOURNAL_VARIABLE, TicketSimModel
+from ticketsim.bundle.loader import Scorer
 from ticketsim.config import ServeConfig
 from ticketsim.data.csvsource import read_corpus
 from ticketsim.data.feedback import Journal, Judgment, export
 from ticketsim.data.intake import text_query_id
 from ticketsim.data.validate import DataError, IntakeReport
-from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.searcher import Searcher
-from ticketsim.serving import JOURNAL_VARIABLE, TicketSimModel
-from ticketsim.web import create_app
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 TICKETS = {"T1": {"ticket_id": "T1", "subject": "Pump leak", "description": "Seal leaks", "solution": "Replace seal"},

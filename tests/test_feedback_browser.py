@@ -16,9 +16,9 @@ from http_server import serving
 from retrain_workspace import make_workspace
 from search_bundle import make_bundle
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.data.csvsource import read_records
 from ticketsim.data.intake import text_query_id
-from ticketsim.scorer import Scorer
 from ticketsim.search.index import build_index, model_hash
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")

@@ -17,8 +17,8 @@ import pytest
 from http_server import serving
 from search_bundle import make_bundle
 
-from ticketsim.access import TOKEN_VARIABLE
-from ticketsim.scorer import Scorer
+from ticketsim.app.access import TOKEN_VARIABLE
+from ticketsim.bundle.loader import Scorer
 from ticketsim.search.index import build_index, model_hash
 
 pytestmark = pytest.mark.slow   # `ticketsim serve` on gunicorn, hundreds of concurrent clients, a SIGKILLed server

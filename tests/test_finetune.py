@@ -14,21 +14,15 @@ from ticketsim.config import EncoderConfig, MiningConfig, SiameseParams, Synthet
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import rerank_means
-from ticketsim.experiment import (
-    build_inputs,
-    build_model,
-    fit_variant,
-    load_model,
-    metric_of,
-    pair_predictor,
-    predict_all,
-    save_model,
-    side_channels,
-)
-from ticketsim.mining import PREFIX, mine
 from ticketsim.model.branches import BranchStart
-from ticketsim.selection import per_query
+from ticketsim.model.inputs import build_inputs
+from ticketsim.model.metric import metric_of
+from ticketsim.model.saved import build_model, load_model, save_model
+from ticketsim.model.scores import pair_predictor, predict_all, side_channels
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.training.mining import PREFIX, mine
+from ticketsim.training.selection import per_query
+from ticketsim.training.variant import fit_variant
 
 # Faults said in words that no ticket uses: a query can find its ticket only by what training teaches the encoder.
 FAULTS = [("pump", "seal leaks oil", "replace the seal"), ("fan", "blade wobbles", "balance the rotor"),

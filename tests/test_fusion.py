@@ -8,12 +8,13 @@ import torch
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import idf, lexical_scores
 from ticketsim.config import TrainConfig, VariantConfig
-from ticketsim.experiment import Inputs, loss_and_groups, metric_of, pair_predictor, rank_distances
-from ticketsim.model.inputs import encode_side, vocabulary_index
-from ticketsim.model.metric import MetricConfig, distance
+from ticketsim.model.inputs import Inputs, encode_side, rank_distances, vocabulary_index
+from ticketsim.model.metric import MetricConfig, distance, metric_of
+from ticketsim.model.scores import pair_predictor
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
-from ticketsim.train import fit, rescale
+from ticketsim.training.trainer import fit, rescale
+from ticketsim.training.variant import loss_and_groups
 
 
 def tokens_of(queries: list[list[str]], tickets: list[list[str]]) -> Tokens:

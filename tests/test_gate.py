@@ -14,17 +14,17 @@ from retrain_workspace import fake_version
 from search_bundle import make_bundle
 
 from ticketsim import cli
+from ticketsim.app.pyfunc import log_bundle
+from ticketsim.bundle.loader import evaluate_bundle
 from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.tables import Corpus
 from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import rerank_by_query
-from ticketsim.gate import compare, dvc_baseline
-from ticketsim.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
-from ticketsim.retrain import gate_rules, registered_name, run_gate
-from ticketsim.scorer import evaluate_bundle
-from ticketsim.serving import log_bundle
-from ticketsim.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
+from ticketsim.lifecycle.gate import compare, dvc_baseline
+from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
+from ticketsim.lifecycle.retrain import gate_rules, run_gate
+from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
@@ -57,7 +57,7 @@ def test_gate_params_name_the_final_variants_metrics_as_mlflow_logs_them():
     params = load_params(REPO / "params.yaml")
     assert set(gate_rules(params)) == {"dev.rerank.map", "dev.retrieve.map_at_10", "dev.similarity.mse",
                                        "dev.similarity.pearson"}
-    assert registered_name(params) == f"{params.siamese.registered_model}-default"
+    assert params.siamese.registered_name(params.retrain.dataset) == f"{params.siamese.registered_model}-default"
 
 
 def test_dvc_baseline_reads_the_old_values_of_the_final_variants_metrics_file():
@@ -86,7 +86,7 @@ def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monk
     fake_version(params, 0.80)
     outcome = run_gate(params)
     assert not outcome.passed and "`main` (dvc metrics diff)" in outcome.markdown and "| 0.9000 | 0.8000 |" in outcome.markdown
-    assert aliases(params.tracking, registered_name(params)) == {}
+    assert aliases(params.tracking, params.siamese.registered_name(params.retrain.dataset)) == {}
 
 
 # ---------------------------------------------------------------- the registry (a temporary SQLite store)
@@ -108,7 +108,7 @@ def registry(store, monkeypatch):
 
 def test_promote_and_rollback_move_the_champion_and_previous_aliases(registry):
     params = registry("aliases")
-    cfg, model = params.tracking, registered_name(params)
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     assert latest_version(cfg, model) is None and aliases(cfg, model) == {}
     with pytest.raises(LookupError):
         rollback(cfg, model)
@@ -121,7 +121,7 @@ def test_promote_and_rollback_move_the_champion_and_previous_aliases(registry):
 
 def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_and_judges_once(registry, capsys):
     params = registry("gate")
-    cfg, model = params.tracking, registered_name(params)
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     v1 = fake_version(params, 0.70)
     first = run_gate(params)
     assert first.passed and first.promoted and "first model" in first.markdown and aliases(cfg, model) == {CHAMPION: v1}
@@ -174,7 +174,7 @@ def test_champion_and_candidate_are_scored_on_the_candidates_dev_pairs_where_the
     params = registry("same-pairs")
     params = replace(params, datasets={"helpdesk": DatasetConfig("helpdesk", "csv", raw=str(folder))},
                      retrain=replace(params.retrain, dataset="helpdesk"))
-    rules, model = gate_rules(params), registered_name(params)
+    rules, model = gate_rules(params), params.siamese.registered_name(params.retrain.dataset)
     assert not compare(metric_values(old_dev), metric_values(new_dev), rules).passed   # the stored figures mislead
 
     versions = []
@@ -197,7 +197,7 @@ def test_champion_and_candidate_are_scored_on_the_candidates_dev_pairs_where_the
 def test_a_champion_whose_model_cannot_be_loaded_stops_the_gate_with_its_name(registry):
     """Scoring on the same pairs needs both models: a version registered without one is named, not judged by figures."""
     params = registry("no-model")
-    cfg, model = params.tracking, registered_name(params)
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     with stage_run(cfg, "register", params.retrain.dataset) as run:
         log_metrics({"dev": {"rerank": {"map": 0.9}}})
     store = mlflow.MlflowClient(cfg.uri, cfg.uri)
@@ -214,10 +214,10 @@ def test_channel_s_comes_from_the_stages_cache_only_when_it_holds_the_texts_and_
         search_parts, tmp_path, monkeypatch):
     """The gate's shortcut: the sentence_encoder stage's S instead of encoding every ticket once per model. Taken, it
     gives the figures the model computes itself; with other `sentence` params, or texts it lacks, it is not taken."""
+    from ticketsim.app.pyfunc import TicketSimModel
     from ticketsim.channels.cache import ChannelVectors
     from ticketsim.channels.sentence import sentence_channel
-    from ticketsim.gate_pairs import cached_sentences
-    from ticketsim.serving import TicketSimModel
+    from ticketsim.lifecycle.gate_pairs import cached_sentences
 
     model = TicketSimModel()
     model.bundle = str(make_bundle(tmp_path / "bundle", search_parts, "AL"))   # A over S: reads channel S

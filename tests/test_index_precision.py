@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from search_bundle import make_bundle
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.errors import StepError
-from ticketsim.scorer import Scorer
 from ticketsim.search.enduser import SPLIT
 from ticketsim.search.index import MANIFEST, VECTORS, TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder

@@ -63,7 +63,7 @@ def test_a_50_mb_field_is_read_cut_and_tokenized_in_bounded_time_and_memory(tmp_
     per_line = len(Tokenizer(TextConfig(), pretrained_punkt())(LOG_LINE))
     assert lengths[0] >= per_line * (MAX_TEXT_CHARS // len(LOG_LINE)) and lengths[1] == 2
     # The file is held while it is read (bytes, text, the CSV reader's copy); nothing after the intake grows with it.
-    assert peak_mb < 1024 and seconds < 60, (peak_mb, seconds)
+    assert peak_mb < 2048 and seconds < 60, (peak_mb, seconds)   # uncut, 2.4 GB per 5 MB: ~24 GB for 50 MB
 
 
 def test_docnade_activity_of_a_long_text_neither_overflows_nor_moves_for_a_short_one():

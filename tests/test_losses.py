@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from ticketsim.config import TrainConfig
-from ticketsim.model.losses import batches, bce, loss_of, mse, pairwise, softmax
-from ticketsim.train import evaluate_loss, fit
+from ticketsim.model.losses import bce, loss_of, mse, pairwise, softmax
+from ticketsim.training.trainer import batches, evaluate_loss, fit
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_siamese import tiny_problem  # noqa: E402

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from ticketsim.evaluate import protocols
-from ticketsim.evaluate.measures import ranking, similarity
+from ticketsim.evaluate.measures import ranking, similarity_measures
 from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
 
 YES, REL, NO = 5, 3, 1
@@ -78,7 +78,7 @@ def test_ranking_rejects_bad_cutoff():
 def test_similarity():
     predicted = np.array([0.1, 0.4, 0.35, 0.8, 0.6])
     gold = np.array([1.0, 3.0, 5.0, 5.0, 3.0]) + np.array([0, 0, 0.1, 0.2, 0.3])  # distinct, so ranks are plain
-    got = similarity(predicted, gold)
+    got = similarity_measures(predicted, gold)
     assert got["pearson"] == pytest.approx(np.corrcoef(predicted, gold)[0, 1])
     assert got["spearman"] == pytest.approx(np.corrcoef(ranks(predicted), ranks(gold))[0, 1])
     assert got["mse"] == pytest.approx(np.mean((predicted - gold) ** 2))
@@ -87,7 +87,7 @@ def test_similarity():
 def test_similarity_constant_input_is_nan_quietly():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = similarity(np.array([2.0, 2.0, 2.0]), np.array([1.0, 3.0, 5.0]))
+        got = similarity_measures(np.array([2.0, 2.0, 2.0]), np.array([1.0, 3.0, 5.0]))
     assert math.isnan(got["pearson"]) and math.isnan(got["spearman"])
     assert got["mse"] == pytest.approx((1 + 1 + 9) / 3)
 

@@ -12,7 +12,7 @@ from http_server import Server, serving
 from retrain_workspace import fake_version, make_workspace
 
 from ticketsim.config import TrackingConfig, load_params
-from ticketsim.registry import CHAMPION, PREVIOUS, aliases
+from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases
 
 pytestmark = pytest.mark.slow   # a real MLflow tracking server and the retraining loop
 

@@ -3,11 +3,12 @@ import json
 
 import mlflow
 import pandas as pd
+import polars as pl
 import pytest
 import yaml
 from conftest import run
 
-from ticketsim.comparison import title
+from ticketsim.training.comparators import title
 
 pytestmark = pytest.mark.slow   # the session's bare-clone `dvc repro` (minutes)
 
@@ -72,6 +73,19 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     scores = served.predict(requests)
     assert len(scores) == 2 and all(1 <= s <= 5 for s in scores)
     assert (repro_workspace / "mlartifacts").is_dir()
+
+
+def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads_a_test_query(repro_workspace, tmp_path):
+    out = tmp_path / "select.json"
+    run("ticketsim.cli", "select", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "A+L", "15",
+        "--folds", "3", "--seeds", "1", "--epochs", "1", "--baselines", "--out", str(out), cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert list(report["configurations"])[:2] == ["A+L", "15"] and "BM25" in report["configurations"]
+    pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
+    chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
+    for name, figures in report["configurations"].items():
+        assert set(figures["query_ap"]) <= chosen_on and figures["cv_map"]["values"], name   # CV over train + dev only
+    assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "A+L"), ("A+L", "BM25")}
 
 
 SEMEVAL_TEST = """<?xml version="1.0" encoding="utf-8"?>

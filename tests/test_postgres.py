@@ -23,24 +23,21 @@ from pathlib import Path
 from unittest import mock
 
 import mlflow
-import numpy as np
 import optuna
 import pytest
 import sqlalchemy
 import yaml
+from conftest import REPO, random_channel, tiny_corpus
 from optuna.distributions import FloatDistribution
 from postgres_server import PostgresServer, find_bin_dir, start
 from test_mlflow_server import mlflow_server, retrain_gate_and_rollback_over_http
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
 from ticketsim.channels.word2vec import corpus_sentences, save_vectors, train_word2vec
 from ticketsim.cli import main
-from ticketsim.config import CharBLSTMConfig, SyntheticConfig, TextConfig, TuneConfig, Word2VecConfig
-from ticketsim.data.synthetic import generate
-from ticketsim.study import HEARTBEAT_VARIABLE, open_study, surplus
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.tracking import URI_VARIABLE
+from ticketsim.config import CharBLSTMConfig, TuneConfig, Word2VecConfig
+from ticketsim.lifecycle.tracking import URI_VARIABLE
+from ticketsim.tuning.study import HEARTBEAT_VARIABLE, open_study, surplus
 
 pytestmark = pytest.mark.slow   # a PostgreSQL server, MLflow over it, tune workers
 
@@ -84,8 +81,7 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
     """What `ticketsim tune tiny` reads (dvc.yaml's tune inputs), from a tiny synthetic corpus, in a few seconds:
     prepared tables, tokens, a small word2vec and char-BLSTM, E and T caches (random vectors: only their shapes matter
     here), params.yaml with retrain-mode trials of a few epochs (each a second or so, long enough to be killed in)."""
-    corpus = generate(SyntheticConfig(n_tickets=60, n_labeled_queries=30, pairs_per_query=3, n_enduser_queries=4), seed=0)
-    tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
+    corpus, tokens = tiny_corpus()
     data = root / "data" / "tiny"
     corpus.write(data / "prepared")
     tokens.write(data / "tokens")
@@ -94,11 +90,8 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
     chars, _ = train_char_blstm(vectors.index_to_key, vectors.vectors,
                                 CharBLSTMConfig(hidden=2, char_dim=4, epochs=1, max_words=300), seed=0, progress=False)
     save_checkpoint(chars, data / "channels" / "char_blstm.pt")
-    rng = np.random.default_rng(0)
-    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
-    for channel in ("E", "T"):
-        ChannelVectors(channel, ids_q, ids_t, {c: rng.random((len(ids_q), 6)) for c in QUERY_COMPONENTS},
-                       {c: rng.random((len(ids_t), 6)) for c in TICKET_COMPONENTS}).save(data / "channels" / f"{channel}.npz")
+    for seed, channel in enumerate(("E", "T")):
+        random_channel(channel, corpus, seed).save(data / "channels" / f"{channel}.npz")
     params = {
         "seed": 0,
         "tracking": {"uri": tracking, "experiment": "tune-postgres", "artifact_location": str(root / "mlartifacts")},
@@ -111,6 +104,7 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
                             "levels": dict.fromkeys(FINAL["levels"], [0.0, 0.4])}},
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    shutil.copy(REPO / "dvc.yaml", root / "dvc.yaml")     # where `ticketsim tune` finds the tune stage's files
     return root
 
 

@@ -13,7 +13,9 @@ import pytest
 from mlflow.pyfunc import PythonModelContext
 from search_bundle import make_bundle
 
-from ticketsim.calibrate import Calibrator
+from ticketsim.app.page import create_app
+from ticketsim.app.pyfunc import TicketSimModel
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.topics import (
     COHERENCE_WORDS,
     REASON_MODEL,
@@ -27,15 +29,13 @@ from ticketsim.cli import OK, main
 from ticketsim.config import ConfigError, TopicsConfig, build
 from ticketsim.data.tables import QUERY_SCHEMA, TICKET_SCHEMA
 from ticketsim.errors import StepError
-from ticketsim.scorer import Scorer
+from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.search.index import MANIFEST, TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.reasons import ABOUT, PARTS_SHOWN, TopicLabels, phrases, shared_topics, similarity_labels
 from ticketsim.search.searcher import Searcher
-from ticketsim.serving import TicketSimModel
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.web import create_app
 
 QUERY = {"subject": "Seal cooler blocked on feed pump P-253B",
          "description": "Loss of pressure at the outlet since Monday, and the bearing is noisy."}

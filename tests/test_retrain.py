@@ -17,11 +17,11 @@ from retrain_workspace import Workspace, make_workspace
 from ticketsim.config import DatasetConfig, GateRule, Params, SiameseParams, SyntheticConfig, TextConfig, TrainConfig, VariantConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.gate import compare
-from ticketsim.registry import CHAMPION, PREVIOUS
+from ticketsim.lifecycle.gate import compare
+from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS
+from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.tracking import URI_VARIABLE
-from ticketsim.tune import build_problem, train_variant
+from ticketsim.training.variant import SEARCH_SPLITS, prepare, train_variant
 
 pytestmark = pytest.mark.slow   # `ticketsim retrain` end to end in throwaway repos (minutes)
 
@@ -95,9 +95,9 @@ def test_the_real_model_learns_from_true_labels_and_unlearns_from_shuffled_ones_
     words = lambda vocabulary: np.random.default_rng(1).normal(size=(len(vocabulary), 24))  # noqa: E731
 
     def dev_figures(labelled: list[pl.DataFrame]) -> dict[str, float]:
-        problem = build_problem(params, pl.concat([*labelled, dev]), tokens, [], words, char_dim=4)
-        _, _, scores = train_variant(problem, variant, hidden=20, epochs=12)
-        figures = evaluate_method(problem.pairs, scores, None, problem.evaluation)["dev"]
+        problem = prepare(params, tokens, [], words, 4, [variant], pairs=pl.concat([*labelled, dev]), splits=SEARCH_SPLITS)
+        scores = train_variant(problem, variant, params.seed, hidden=20, epochs=12).pair_scores()
+        figures = evaluate_method(problem.pairs, scores, None, params.evaluation)["dev"]
         return {"dev.rerank.map": figures["rerank"]["map"], "dev.similarity.pearson": figures["similarity"]["pearson"],
                 "dev.similarity.mse": figures["similarity"]["mse"]}
 

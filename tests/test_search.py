@@ -6,11 +6,11 @@ import pytest
 import torch
 from search_bundle import make_bundle
 
+from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.sentence import sentence_channel
 from ticketsim.data.tables import QUERY_SCHEMA
 from ticketsim.data.validate import DataError
 from ticketsim.model.metric import MetricConfig, distance
-from ticketsim.scorer import Scorer
 from ticketsim.search import vectors as vectors_module
 from ticketsim.search.fold import blocks, fold
 from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash

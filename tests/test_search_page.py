@@ -13,15 +13,15 @@ import pytest
 from markupsafe import escape
 from search_bundle import make_bundle
 
-from ticketsim.access import Access
-from ticketsim.calibrate import UNCALIBRATED
+from ticketsim.app.access import Access
+from ticketsim.app.page import create_app
+from ticketsim.bundle.loader import Scorer
 from ticketsim.cli import OK, main
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal
-from ticketsim.scorer import Scorer
+from ticketsim.evaluate.calibrate import UNCALIBRATED
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.searcher import LEGEND, Searcher
-from ticketsim.web import create_app
 
 QUERY = {"subject": "pump leaking", "description": "seal leaks, water under the feed pump", "k": "4"}
 

@@ -2,6 +2,7 @@
 `mlflow models serve` (JSON in, top-k ids, scores and reasons out; 4xx with a message for bad requests, and it keeps
 serving), and `ticketsim serve`'s page in headless Debian chromium driven by Playwright."""
 import json
+import re
 import shutil
 import sys
 import urllib.error
@@ -91,7 +92,8 @@ def test_the_search_page_answers_a_query_in_a_real_browser(repro_workspace, tmp_
             hits = page.locator("#results li.hit")
             assert hits.count() == 10
             first = hits.first
-            assert 1 <= float(first.locator(".score").inner_text()) <= 5 and first.locator(".solution").inner_text().strip()
+            score = re.fullmatch(r"score (\d+\.\d\d) / 5", first.locator(".score").inner_text())   # calibrated, labelled as such
+            assert score and 1 <= float(score.group(1)) <= 5 and first.locator(".solution").inner_text().strip()
             assert "why:" in first.locator(".why").inner_text()
             page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
 

@@ -1,5 +1,5 @@
-"""benchmarks/select_config.py --merge: reports of seeds run side by side make the report of one run of every seed."""
-import importlib.util
+"""`ticketsim select --merge` (and benchmarks/select_config.py, which calls it): reports of seeds run side by side make
+the report of one run of every seed."""
 import json
 import subprocess
 import sys
@@ -9,12 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ticketsim.selection import with_folds
+from ticketsim.training import selection_report as select_config
+from ticketsim.training.selection import with_folds
 
 SCRIPT = Path(__file__).parents[1] / "benchmarks" / "select_config.py"
-spec = importlib.util.spec_from_file_location("select_config", SCRIPT)
-select_config = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(select_config)
 
 IDS = [f"Q{i:03d}" for i in range(40)]
 

@@ -8,8 +8,8 @@ import pytest
 
 from ticketsim.evaluate.measures import RELEVANT
 from ticketsim.evaluate.protocols import rerank
-from ticketsim.selection import cross_validate, fold_maps, fold_pairs, mean_ap, paired_test, per_query, query_folds, with_folds
 from ticketsim.threads import torch_threads
+from ticketsim.training.selection import cross_validate, fold_maps, fold_pairs, mean_ap, paired_test, per_query, query_folds, with_folds
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_tune import FINAL, corpus_and_tokens, make_params, make_problem  # noqa: E402, F401 (a fixture)

@@ -13,7 +13,7 @@ from ticketsim.config import TrainConfig
 from ticketsim.model.inputs import encode_side, vocabulary_index
 from ticketsim.model.metric import MetricConfig
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM, Texts
-from ticketsim.train import fit, rescale
+from ticketsim.training.trainer import fit, rescale
 
 WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]
 METRIC = MetricConfig(channels={"h": 0.7, "E": 0.3}, levels={"sub-sub": 0.5, "desc-sol": 0.5})
@@ -109,7 +109,7 @@ import sys, torch
 sys.path.insert(0, {tests!r})
 from test_siamese import tiny_problem
 from ticketsim.config import TrainConfig
-from ticketsim.train import fit
+from ticketsim.training.trainer import fit
 model, predict, targets, rows = tiny_problem()
 model.drop.p = 0.3
 fit(model, predict, targets, rows[:18], rows[18:], TrainConfig(epochs=2, batch_size=6), seed=0)

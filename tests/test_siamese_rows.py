@@ -2,49 +2,42 @@
 resumed (only evaluated again) unless its inputs changed, and the results file naming its block."""
 import json
 import operator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
+from conftest import random_channel, tiny_corpus
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.config import (
     DatasetConfig,
     FinetuneConfig,
     Params,
     SiameseParams,
-    SyntheticConfig,
-    TextConfig,
     TrainConfig,
     VariantConfig,
 )
-from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.report import BLOCK, table5
-from ticketsim.experiment import prepare
-from ticketsim.siamese_rows import Dataset, Row, rows_of, train_row
 from ticketsim.side_by_side import side_by_side
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+from ticketsim.training.rows import Row, rows_of, train_row
+from ticketsim.training.variant import Prepared, prepare
 
 ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),
         "E+L": VariantConfig(channels={"h": 0.7, "E": 0.3, "L": 0.5}, levels={"sub-sub": 0.5, "desc-desc": 0.5}, learn=True)}
 
 
 @pytest.fixture(scope="module")
-def dataset() -> Dataset:
-    corpus = generate(SyntheticConfig(n_tickets=60, n_labeled_queries=30, pairs_per_query=3, n_enduser_queries=4), seed=0)
-    tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
-    rng = np.random.default_rng(2)
-    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
-    e = ChannelVectors("E", ids_q, ids_t, {c: rng.random((len(ids_q), 6)) for c in QUERY_COMPONENTS},
-                       {c: rng.random((len(ids_t), 6)) for c in TICKET_COMPONENTS})
+def dataset() -> Prepared:
+    corpus, tokens = tiny_corpus()
+    e = random_channel("E", corpus, 2)
     params = Params(seed=0, datasets={"tiny": DatasetConfig("tiny", "synthetic", "unused")},
                     siamese=SiameseParams(hidden=8, max_tokens=20, variants=ROWS, train=TrainConfig(epochs=3, batch_size=16)))
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return Dataset("tiny", params, prepare(params, tokens, [e], table, 4, list(ROWS.values()), corpus))
+    return prepare(params, tokens, [e], table, 4, list(ROWS.values()), corpus)
 
 
 def rows_in(folder) -> list[Row]:
-    return [Row(name, variant, folder / "models" / name, folder / "plots" / name) for name, variant in ROWS.items()]
+    return [Row(name, variant, "tiny", folder / "models" / name, folder / "plots" / name) for name, variant in ROWS.items()]
 
 
 def without_seconds(results: dict) -> dict:
@@ -71,8 +64,7 @@ def test_a_finished_row_is_only_evaluated_again_unless_its_inputs_changed(datase
     again = train_row(dataset, row)
     assert checkpoint.stat().st_mtime_ns == saved     # resumed after its last epoch: no epoch trained, nothing saved
     assert without_seconds(again.results) == without_seconds(first.results)
-    other = Dataset(dataset.name, dataset.params, type(dataset.data)(**{**vars(dataset.data), "word_table": dataset.data.word_table * 2,
-                                                                        "digest": "other word vectors"}))
+    other = replace(dataset, word_table=dataset.word_table * 2, digest="other word vectors")
     train_row(other, row)
     assert checkpoint.stat().st_mtime_ns != saved     # other inputs: trained again from the start
 

@@ -24,7 +24,7 @@ from ticketsim.data.manifest import MissingSource, manifest
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.synthetic import generate
 from ticketsim.data.validate import IntakeReport
-from ticketsim.retrain import RetrainError, run_gate
+from ticketsim.lifecycle.retrain import RetrainError, run_gate
 from ticketsim.stage import Stage
 
 QUICK_START = (

@@ -2,7 +2,7 @@
 import mlflow
 
 from ticketsim.config import TextConfig, TrackingConfig
-from ticketsim.tracking import URI_VARIABLE, log_artifacts, log_methods, log_metrics, stage_run, tracking_uri
+from ticketsim.lifecycle.tracking import URI_VARIABLE, log_artifacts, log_methods, log_metrics, stage_run, tracking_uri
 
 
 def test_stage_run_logs_params_metrics_tags_and_artifacts(tmp_path):

@@ -1,5 +1,4 @@
 """The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs."""
-import json
 import os
 from dataclasses import replace
 
@@ -8,39 +7,33 @@ import numpy as np
 import optuna
 import polars as pl
 import pytest
+from conftest import random_channel, tiny_corpus
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.config import (
     DatasetConfig,
     Params,
     PrunerConfig,
     SearchSpace,
     SiameseParams,
-    SyntheticConfig,
-    TextConfig,
     TrackingConfig,
     TrainConfig,
     TuneConfig,
     VariantConfig,
     load_tuned,
 )
-from ticketsim.data.synthetic import generate
-from ticketsim.experiment import save_model
-from ticketsim.study import open_study
-from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.threads import torch_threads
-from ticketsim.tune import (
-    build_problem,
+from ticketsim.training.variant import SEARCH_SPLITS, prepare, train_variant
+from ticketsim.tuning.output import write_tuned
+from ticketsim.tuning.search import (
     default_measures,
     dev_measures,
     rescore,
     run,
     search,
-    train_variant,
     trial_params,
     with_rescore_cache,
 )
-from ticketsim.tuned import write_tuned
+from ticketsim.tuning.study import open_study
 
 # Around the paper's #22 (FINAL), which the searched variant of these tests is.
 RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
@@ -60,15 +53,7 @@ def one_torch_thread():
 
 @pytest.fixture(scope="module")
 def corpus_and_tokens():
-    corpus = generate(SyntheticConfig(n_tickets=80, n_labeled_queries=40, pairs_per_query=3, n_enduser_queries=6), seed=0)
-    return corpus, tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
-
-
-def fake_channel(name: str, corpus, seed: int) -> ChannelVectors:
-    rng = np.random.default_rng(seed)
-    ids_q, ids_t = tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"])
-    return ChannelVectors(name, ids_q, ids_t, {c: rng.random((len(ids_q), 6)) for c in QUERY_COMPONENTS},
-                          {c: rng.random((len(ids_t), 6)) for c in TICKET_COMPONENTS})
+    return tiny_corpus(n_tickets=80, n_labeled_queries=40, n_enduser_queries=6)
 
 
 def make_params(tmp_path, **tune) -> Params:
@@ -83,8 +68,9 @@ def make_params(tmp_path, **tune) -> Params:
 
 def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = None):
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return build_problem(params, corpus.pairs if pairs is None else pairs, tokens,
-                         [fake_channel("E", corpus, 2), fake_channel("T", corpus, 3)], table, char_dim=4)
+    return prepare(params, tokens, [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4,
+                   [params.siamese.variant(params.siamese.final)], corpus, corpus.pairs if pairs is None else pairs,
+                   splits=SEARCH_SPLITS)
 
 
 def searched_variant(params: dict[str, float]) -> VariantConfig:
@@ -111,15 +97,13 @@ def test_rescore_finds_better_weights_than_the_final_variants_and_reports_their_
 def test_rescore_reads_the_siamese_stages_model_as_well_as_its_own(tmp_path, corpus_and_tokens):
     params = make_params(tmp_path)
     problem = make_problem(params, *corpus_and_tokens)
-    model, inputs, _ = train_variant(problem, FINAL, 8, params.tune.epochs)
-    save_model(model, FINAL, tmp_path)
-    (tmp_path / "words.json").write_text(json.dumps(inputs.words))
-    (tmp_path / "scales.json").write_text("{}")
+    train_variant(problem, FINAL, params.seed, 8, params.tune.epochs).save(tmp_path)
     loaded, trained = with_rescore_cache(problem, params.tune, tmp_path), with_rescore_cache(problem, params.tune)
     other = VariantConfig(channels={"h": 0.9, "E": 0.3, "T": 0.0}, levels={"sub-sub": 0.1, "desc-sol": 0.4})
     assert np.allclose(rescore(loaded, other), rescore(trained, other))
     with pytest.raises(ValueError, match="not as"):
-        with_rescore_cache(replace(problem, final=other), params.tune, tmp_path)
+        with_rescore_cache(replace(problem, params=replace(params, siamese=replace(params.siamese, variants={"22": other}))),
+                           params.tune, tmp_path)
 
 
 def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):

@@ -67,11 +67,11 @@ def tickets_alone(folder: Path) -> bool:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     """A trained bundle on any dataset the importer accepts: the same metrics JSON, optionally SemEval predictions."""
+    from ticketsim.bundle.loader import evaluate_bundle
     from ticketsim.config import DatasetConfig, load_params
     from ticketsim.data.sources import load_corpus, read_dataset
     from ticketsim.data.validate import DataError, IntakeReport
     from ticketsim.evaluate.report import semeval_predictions, write_metrics
-    from ticketsim.scorer import evaluate_bundle
 
     params = load_params(args.params)
     if args.semeval:
@@ -172,8 +172,8 @@ def pointer_updated(raw: str) -> bool:
 
 def gate_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
-    from ticketsim.retrain import run_gate
-    from ticketsim.tracking import check_reachable
+    from ticketsim.lifecycle.retrain import run_gate
+    from ticketsim.lifecycle.tracking import check_reachable
 
     params = load_params(args.params)
     check_reachable(params.tracking)
@@ -185,13 +185,12 @@ def gate_command(args: argparse.Namespace) -> int:
 
 def rollback_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
-    from ticketsim.registry import rollback
-    from ticketsim.retrain import registered_name
-    from ticketsim.tracking import check_reachable
+    from ticketsim.lifecycle.registry import rollback
+    from ticketsim.lifecycle.tracking import check_reachable
 
     params = load_params(args.params)
     check_reachable(params.tracking)
-    model = registered_name(params)
+    model = params.siamese.registered_name(params.retrain.dataset)
     try:
         restored, demoted = rollback(params.tracking, model)
     except LookupError as error:
@@ -203,7 +202,7 @@ def rollback_command(args: argparse.Namespace) -> int:
 
 def retrain_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
-    from ticketsim.retrain import retrain
+    from ticketsim.lifecycle.retrain import retrain
 
     outcome = retrain(load_params(args.params))
     print(outcome.markdown)
@@ -212,8 +211,8 @@ def retrain_command(args: argparse.Namespace) -> int:
 
 
 def report_outcome(outcome, args: argparse.Namespace) -> None:
-    """Print the verdict of a ticketsim.retrain.GateOutcome and write it for GitHub Actions."""
-    from ticketsim.retrain import write_github
+    """Print the verdict of a ticketsim.lifecycle.retrain.GateOutcome and write it for GitHub Actions."""
+    from ticketsim.lifecycle.retrain import write_github
 
     if outcome.promoted:
         print(f"promoted {outcome.candidate.model} v{outcome.candidate.version} to champion")
@@ -249,8 +248,8 @@ def search_command(args: argparse.Namespace) -> int:
 
 
 def index_build_command(args: argparse.Namespace) -> int:
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.data.csvsource import read_records
-    from ticketsim.scorer import Scorer
     from ticketsim.search.index import build_index, model_hash
 
     tickets = read_records(args.tickets, "tickets", args.columns)
@@ -276,11 +275,11 @@ def index_add_command(args: argparse.Namespace) -> int:
 def serve_command(args: argparse.Namespace) -> int:
     import os
 
-    from ticketsim.access import TOKEN_VARIABLE, Access
+    from ticketsim.app.access import TOKEN_VARIABLE, Access
+    from ticketsim.app.worker import import_heavy, run, worker_app
     from ticketsim.config import ServeConfig, load_params
     from ticketsim.data.feedback import Journal
     from ticketsim.search.searcher import check_folders
-    from ticketsim.wsgi import import_heavy, run, worker_app
 
     # Without a params file (a bundle served outside the repo) the defaults apply; a --params that is missing is an error.
     settings = load_params(args.params or "params.yaml").serve if args.params or Path("params.yaml").is_file() else ServeConfig()
@@ -291,7 +290,7 @@ def serve_command(args: argparse.Namespace) -> int:
     import_heavy(args.model)
 
     def make_app(searcher):
-        from ticketsim.web import create_app
+        from ticketsim.app.page import create_app
 
         return create_app(searcher, settings, journal, access)
 
@@ -312,21 +311,26 @@ def positive(text: str) -> int:
 def tune_command(args: argparse.Namespace) -> int:
     """The tune stage's work on the files `dvc repro` leaves: the channel caches there are, and the siamese stage's
     model of siamese.final when it has run (else the search trains one)."""
-    from ticketsim.config import load_params
-    from ticketsim.experiment import WEIGHTS
-    from ticketsim.tune import problem_from_files, run  # torch and optuna
+    from ticketsim.config import load_params, stage_paths
+    from ticketsim.model.saved import WEIGHTS
+    from ticketsim.tuning.search import prepared_for_search, run  # torch and optuna
 
-    params, data = load_params(args.params), Path(f"data/{args.dataset}")
+    params = load_params(args.params)
     params.dataset(args.dataset)
-    base = Path(f"models/{args.dataset}/siamese/{params.siamese.final}")
-    channels = [str(path) for path in sorted((data / "channels").glob("*.npz"))]
+    files, base = stage_paths("tune", args.dataset), Path(stage_paths("siamese", args.dataset)["out"]) / params.siamese.final
+    channels = [path for path in files["channels"] if Path(path).is_file()]
     result = run(params, args.dataset,
-                 lambda: problem_from_files(params, str(data / "prepared"), str(data / "tokens"),
-                                            str(data / "channels" / "word2vec.kv"), str(data / "channels" / "char_blstm.pt"),
-                                            channels),
-                 args.out or f"tuned/{args.dataset}.yaml", args.metrics or f"metrics/{args.dataset}/tune.json",
-                 args.plots or f"plots/{args.dataset}/tune", args.workers, base if (base / WEIGHTS).is_file() else None)
+                 lambda: prepared_for_search(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
+                 args.out or files["out"], args.metrics or files["metrics"], args.plots or files["plots"], args.workers,
+                 base if (base / WEIGHTS).is_file() else None)
     print(json.dumps(result, indent=2))
+    return OK
+
+
+def select_command(args: argparse.Namespace) -> int:
+    from ticketsim.training.selection_report import command  # torch
+
+    command(args)
     return OK
 
 
@@ -380,10 +384,28 @@ def main(argv: list[str] | None = None) -> int:
     tune = commands.add_parser("tune", help="Optuna search of W, V and hidden size on train+dev (the tune stage's work)")
     tune.add_argument("dataset")
     tune.add_argument("--workers", type=int, default=None, help="processes running trials of one study (default: tune.workers)")
-    tune.add_argument("--out", help="the tuned variant YAML (default tuned/<dataset>.yaml)")
-    tune.add_argument("--metrics", help="default metrics/<dataset>/tune.json")
-    tune.add_argument("--plots", help="default plots/<dataset>/tune")
+    tune.add_argument("--out", help="the tuned variant YAML (default: the tune stage's, tuned/<dataset>.yaml)")
+    tune.add_argument("--metrics", help="default: the tune stage's, metrics/<dataset>/tune.json")
+    tune.add_argument("--plots", help="default: the tune stage's, plots/<dataset>/tune")
     tune.set_defaults(run=tune_command)
+    select = commands.add_parser("select", help="configurations by k-fold CV over queries and paired tests (train + dev only)",
+                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP, "
+                                             "and paired tests over queries (docs/tuning.md)")
+    select.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
+    select.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
+    select.add_argument("--variants", nargs="+",
+                        help="names in siamese.variants or siamese.finetuned; the first is the reference")
+    select.add_argument("--folds", type=int, default=5)
+    select.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
+    select.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all; 0: no "
+                                                        "cross-validation nor paired tests); the dev figure uses every seed")
+    select.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own training config)")
+    select.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
+    select.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
+    select.add_argument("--out", type=Path, help="write the report as JSON here")
+    select.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
+                        help="no training: one report of these --out reports of other seeds (same data and configurations)")
+    select.set_defaults(run=select_command)
 
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
     search.add_argument("--subject", help="the query's subject")

@@ -186,7 +186,7 @@ class TopicsConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The one trainer's settings (ticketsim.train.fit), for every pair-scoring model."""
+    """The one trainer's settings (ticketsim.training.trainer.fit), for every pair-scoring model."""
 
     epochs: int = bounded(30, low=1)
     batch_size: int = bounded(32, low=1)
@@ -258,7 +258,7 @@ class EncoderConfig:
 
 @dataclass(frozen=True)
 class MiningConfig:
-    """Self-supervised pairs from the tickets alone (ticketsim.mining): a ticket's subject as a query for its own
+    """Self-supervised pairs from the tickets alone (ticketsim.training.mining): a ticket's subject as a query for its own
     description and solution, against hard negatives from BM25 and from the encoder's nearest neighbours."""
 
     query: Literal["sub", "sub+desc"] = "sub"   # sub+desc: the query reads the description too; the ticket keeps the solution only
@@ -354,7 +354,7 @@ class RetrainConfig:
 class ServeConfig:
     """`ticketsim serve` (the search page and its JSON API on gunicorn) and the feedback journal it writes.
 
-    The feedback token is never a param (params.yaml is in git): `--token` or the variable TOKEN_VARIABLE (ticketsim.web).
+    The feedback token is never a param (params.yaml is in git): `--token` or the variable TOKEN_VARIABLE (ticketsim.app.page).
     """
 
     host: str = "127.0.0.1"         # loopback; on any other address writing feedback needs the token
@@ -385,7 +385,7 @@ class SearchSpace:
 
 @dataclass(frozen=True)
 class TuneConfig:
-    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tune), on the train and dev pairs only."""
+    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tuning.search), on the train and dev pairs only."""
 
     enabled: bool = False           # false: no search, the tuned file gets the final variant's own (learned) weights
     storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study
@@ -419,7 +419,7 @@ class TextLengths:
 
 @dataclass(frozen=True)
 class ComparatorsConfig:
-    """The neighbouring text-matching models (stage comparators, ticketsim.comparison), all trained by the one trainer
+    """The neighbouring text-matching models (stage comparators, ticketsim.training.comparators), all trained by the one trainer
     with one loss. models: name -> settings over the defaults of its config dataclass in ticketsim.model.comparators
     (checked when the model is built; `model: <registered name>` makes a label of its own a variant of that model), and
     an optional `train` mapping over comparators.train."""
@@ -502,6 +502,28 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             raise ConfigError(f"{path}: datasets.{name}.labels: false is for `source: csv` (a folder of tickets only), "
                               f"not {dataset.source!r}")
     return build(Params, {**raw, "datasets": built}, str(path))
+
+
+def stage_paths(stage: str, dataset: str, root: str | Path = ".") -> dict[str, Any]:
+    """The paths dvc.yaml hands `stage` for `dataset`: its command's --options (${key} resolved), one path or a list,
+    relative to `root`. The command line reads the pipeline's files where the stages write them, from dvc.yaml itself."""
+    import shlex
+
+    path = Path(root) / "dvc.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{path}: not found; run in the pipeline's folder (where dvc.yaml is) or point at it")
+    stages = yaml.safe_load(path.read_text(encoding="utf-8"))["stages"]
+    if stage not in stages:
+        raise ConfigError(f"{path}: no stage {stage!r}")
+    words = shlex.split(stages[stage]["do"]["cmd"].replace("${key}", dataset))
+    paths: dict[str, Any] = {}
+    for word in words[words.index(dataset) + 1:]:
+        if word.startswith("--"):
+            key = word[2:].replace("-", "_")
+            paths[key] = []
+        else:
+            paths[key].append(str(Path(root) / word))
+    return {key: values[0] if len(values) == 1 else values for key, values in paths.items()}
 
 
 # The file names of the organizers' distribution (v3.2), with train part 1 rebuilt from a public dump (its related

@@ -116,7 +116,7 @@ class StageRun:
             artifacts: tuple[str | Path, ...] | None = None, **options: Any) -> Iterator[Any]:
         """The MLflow run (tracking.stage_run: `logged` as params; name, tags, context, corpus as there) of this stage
         or of `stage`; on success it logs `artifacts`, by default the declared metrics, reports and plots."""
-        from ticketsim.tracking import log_artifacts, stage_run  # MLflow: only in the stages that log a run
+        from ticketsim.lifecycle.tracking import log_artifacts, stage_run  # MLflow: only in the stages that log a run
 
         corpus = options.pop("corpus", getattr(self.args, "corpus", None))
         with stage_run(self.params.tracking, stage or self.stage.name, self.dataset, logged, corpus=corpus,
@@ -129,7 +129,7 @@ class StageRun:
         """Write `values` to the declared metrics file (what `dvc metrics show` reads; `path`: a file in the declared
         metrics folder) and log `logged` (default: the same figures) to the active MLflow run."""
         from ticketsim.evaluate.report import write_metrics
-        from ticketsim.tracking import log_metrics
+        from ticketsim.lifecycle.tracking import log_metrics
 
         write_metrics(values, path or self.args.metrics)
         log_metrics(values if logged is None else logged)

@@ -13,7 +13,7 @@ from ir_measures import AP, RR, Qrel, ScoredDoc, Success
 RELEVANT = 3
 
 
-def similarity(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+def similarity_measures(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Pearson and Spearman correlation and mean squared error; a correlation with constant input is nan."""
     predicted = np.asarray(predicted, dtype=float).ravel()
     gold = np.asarray(gold, dtype=float).ravel()

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ticketsim.calibrate import Calibrator, fit_calibrator
 from ticketsim.config import EvaluationConfig
-from ticketsim.evaluate.measures import similarity
+from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
+from ticketsim.evaluate.measures import similarity_measures
 from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
 
 EVALUATION_SPLITS = ("dev", "test")
@@ -33,6 +33,6 @@ def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreM
         if matrix is not None:
             result["retrieve"] = retrieve(matrix, part, cfg.cutoffs)
         if calibrator is not None:
-            result["similarity"] = similarity(calibrator(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
+            result["similarity"] = similarity_measures(calibrator(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
         results[split] = result
     return results

@@ -19,8 +19,12 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from ticketsim.config import EncoderConfig, SentenceConfig
+from ticketsim.config import (
+    EncoderConfig,
+    SentenceConfig,
+)
 from ticketsim.device import inference_precision, resolve_device, training_precision
+from ticketsim.model.metric import MetricConfig
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,3 +122,9 @@ class Adapter(nn.Module):
 
     def forward(self, vectors: torch.Tensor) -> torch.Tensor:
         return vectors + vectors @ self.map
+
+
+def reads(metric: MetricConfig) -> set[str]:
+    """The cached channels a metric needs: those it weighs and those its trained branches start from (S for F and A)."""
+    weighed = {c for c, w in metric.channels.items() if w}
+    return weighed | {BRANCHES[c].starts_from for c in weighed & STARTED}

@@ -10,8 +10,15 @@ import polars as pl
 import torch
 
 from ticketsim.channels.cache import ChannelVectors, component_strings, component_tokens
+from ticketsim.channels.lexical import lexical_scores
+from ticketsim.config import (
+    BM25Config,
+)
+from ticketsim.data.tables import Corpus
 from ticketsim.model.branches import BRANCHES
+from ticketsim.model.metric import MetricConfig, PairDistances
 from ticketsim.model.siamese import Side, Texts
+from ticketsim.text.tokenize import Tokens
 
 PAD = 0
 
@@ -84,3 +91,73 @@ def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], 
         arrays = vectors.queries if side == "queries" else vectors.tickets
         cached[vectors.channel] = {c: torch.from_numpy(np.asarray(a[order], dtype=np.float32)) for c, a in arrays.items()}
     return Encoded(ids, texts, cached, strings)
+
+
+# The merged components every channel has: their query-ticket distance sets a cached channel's scale.
+SCALE_LEVEL = ("sub+desc", "sub+desc+sol")
+
+
+def rank_distances(pairs: pl.DataFrame) -> np.ndarray:
+    """Channel R: 1 - 1/rank of the candidate order the source ships (0 for its first); 1 where it ships none."""
+    rank = pairs["source_rank"].cast(pl.Float64).fill_null(float("inf")).to_numpy()
+    return 1 - 1 / np.maximum(rank, 1)
+
+
+def scaled(vectors: ChannelVectors, scale: float) -> ChannelVectors:
+    return ChannelVectors(vectors.channel, vectors.query_ids, vectors.ticket_ids,
+                          {c: v / scale for c, v in vectors.queries.items()}, {c: v / scale for c, v in vectors.tickets.items()})
+
+
+@dataclass(frozen=True)
+class Inputs:
+    queries: Encoded
+    tickets: Encoded
+    words: tuple[str, ...]     # embedding rows 1..n (row 0 pads)
+    lexical: torch.Tensor | None = None   # d_L of every query (rows) against every ticket, when the metric weighs L
+
+    def pair_distances(self, metric: MetricConfig, pairs: pl.DataFrame | None = None) -> PairDistances:
+        """The pair channels the metric weighs, for `pairs` (n,) or, without them, for the whole pool (n_q, n_t).
+
+        The pool has no source order (R is 1 throughout): only given candidates have one, and ranking the pool by it
+        would hand the labelled candidates to the retrieve protocol.
+        """
+        out = {}
+        if metric.channels.get("L"):
+            out["L"] = self.lexical if pairs is None else self.lexical[self.queries.row(pairs["query_id"]),
+                                                                       self.tickets.row(pairs["ticket_id"])]
+        if metric.channels.get("R"):
+            out["R"] = (torch.ones(len(self.queries.ids), len(self.tickets.ids)) if pairs is None
+                        else torch.from_numpy(rank_distances(pairs)).float())
+        return out
+
+
+def lexical_distances(tokens: Tokens, bm25: BM25Config) -> torch.Tensor:
+    """Channel L of every query against every ticket (rows and columns in the tokens' order)."""
+    return torch.from_numpy(lexical_scores(tokens, bm25.k1, bm25.b).distances()).float()
+
+
+def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int,
+                 bm25: BM25Config = BM25Config(), corpus: Corpus | None = None) -> Inputs:
+    """`corpus`: the prepared texts of the tokens' rows, which channel F reads (required when the metric weighs F)."""
+    words = tuple(tokens.vocabulary()["token"])
+    index = vocabulary_index(words)
+    needs_q, needs_t = metric.needs()
+    lexical = lexical_distances(tokens, bm25) if metric.channels.get("L") else None
+    raw = (None, None) if corpus is None else (aligned(corpus.queries, tokens.queries, "query_id"),
+                                               aligned(corpus.tickets, tokens.tickets, "ticket_id"))
+    return Inputs(encode_side(tokens.queries, "query_id", read_as(needs_q, "words"), index, max_tokens, channels, "queries",
+                              raw[0], read_as(needs_q, "strings")),
+                  encode_side(tokens.tickets, "ticket_id", read_as(needs_t, "words"), index, max_tokens, channels, "tickets",
+                              raw[1], read_as(needs_t, "strings")),
+                  words, lexical)
+
+
+def read_as(needs: dict[str, tuple[str, ...]], kind: str) -> list[str]:
+    """The components that the needed trained branches read as `kind` ("words" or "strings", model/branches.py)."""
+    return sorted({c for channel, components in needs.items() if channel in BRANCHES and BRANCHES[channel].reads == kind
+                   for c in components})
+
+
+def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataFrame:
+    """The prepared rows of `raw` in the order of the tokens' rows."""
+    return tokens.select(id_column).join(raw, on=id_column, how="left", maintain_order="left")

@@ -15,6 +15,10 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from ticketsim.config import (
+    VariantConfig,
+)
+
 Vectors = Mapping[str, Mapping[str, torch.Tensor]]  # channel -> component -> (n, dim)
 PairDistances = Mapping[str, torch.Tensor]          # pair channel -> (n,) for paired rows, (n_q, n_t) for a pool
 PAIR_CHANNELS = ("L", "R")                          # BM25 (channels/lexical.py) and the source's rank: no vectors
@@ -78,3 +82,7 @@ def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool
                pair: PairDistances | None = None) -> torch.Tensor:
     """g in (0, 1]: 1 for identical representations."""
     return torch.exp(-distance(queries, tickets, cfg, pool, pair))
+
+
+def metric_of(variant: VariantConfig) -> MetricConfig:
+    return MetricConfig(channels=dict(variant.channels), levels=dict(variant.levels))

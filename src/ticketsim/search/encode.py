@@ -1,6 +1,6 @@
 """Texts through a bundle's Scorer into folded vectors: the one path for the index's tickets, and for a search's queries
 when the bundle has no query export (search/queries.py, whose exported road gives the same vectors), so both sides go
-through exactly the channels, scales and weights the model scores pairs with (ticketsim.scorer)."""
+through exactly the channels, scales and weights the model scores pairs with (ticketsim.bundle.loader)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,8 +14,8 @@ from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corp
 from ticketsim.search.fold import Block, blocks, fold
 
 if TYPE_CHECKING:   # torch through them: a search whose bundle has a query export (search/queries.py) never imports it
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.channels.cache import ChannelVectors
-    from ticketsim.scorer import Scorer
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Layout:
     def of(cls, scorer: Scorer) -> Layout:
         import torch
 
-        from ticketsim.experiment import metric_of
+        from ticketsim.model.metric import metric_of
 
         with torch.no_grad():   # learned W and V are tensors of the model
             metric = scorer.model.metric(metric_of(scorer.variant))
@@ -39,11 +39,12 @@ class Layout:
         return cls(blocks(metric), weight.get("L", 0.0), weight.get("R", 0.0))
 
 
-def encode_side(scorer: Scorer, layout: Layout, frame: pl.DataFrame, side: str,
+def fold_side(scorer: Scorer, layout: Layout, frame: pl.DataFrame, side: str,
                 cached: Sequence[ChannelVectors] = ()) -> tuple[pl.DataFrame, np.ndarray]:
     """(the rows' tokens, their folded vectors (n, dim) float64) of a tickets or queries table (side: 'tickets', 'queries');
     `cached`: as Scorer.encode."""
-    from ticketsim.experiment import metric_of, side_channels
+    from ticketsim.model.metric import metric_of
+    from ticketsim.model.scores import side_channels
 
     tokens, inputs, model = scorer.encode(one_side(frame, side), lexical=False, cached=cached)
     needs = metric_of(scorer.variant).needs()[0 if side == "queries" else 1]

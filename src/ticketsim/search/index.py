@@ -27,13 +27,13 @@ from ticketsim.config import BM25Config, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
-from ticketsim.search.encode import Layout, encode_side
+from ticketsim.search.encode import Layout, fold_side
 from ticketsim.search.fold import Block
 from ticketsim.search.reasons import ReasonTopics, standardized
 from ticketsim.search.vectors import Precision, TicketVectors
 
 if TYPE_CHECKING:
-    from ticketsim.scorer import Scorer
+    from ticketsim.bundle.loader import Scorer
 
 MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.parquet"
 CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
@@ -158,7 +158,7 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
     tickets = tickets.select(list(TICKET_SCHEMA))
     vectors, parts, activity, topics = [], [], [], ReasonTopics.of(scorer.topics)
     for start in range(0, tickets.height, CHUNK):
-        tokens, folded = encode_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
+        tokens, folded = fold_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
         vectors.append(folded.astype(np.float32))
         parts.append(tokens.select(tokens=pl.struct(list(TICKET_FIELDS))))
         activity.append(topics.activity(component_tokens(tokens, TICKET_LEVEL)))

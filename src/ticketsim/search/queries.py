@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import polars as pl
 
-from ticketsim.bundle import CALIBRATOR, bundle_manifest
-from ticketsim.calibrate import Calibrator
+from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import component_strings
 from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
 from ticketsim.config import TextConfig, build
-from ticketsim.search.encode import Layout, encode_side, one_side
+from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
+from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import fold
 from ticketsim.search.reasons import ReasonTopics
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
-    from ticketsim.scorer import Scorer
+    from ticketsim.bundle.loader import Scorer
 
 QUERY = "query"                     # the export's folder inside the bundle
 ENCODER, ADAPTER, TOPICS = "encoder", "adapter.npz", "topics.npz"
@@ -63,7 +63,7 @@ class ScorerQueries:
         self.topics = ReasonTopics.of(scorer.topics)
 
     def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
-        return encode_side(self.scorer, layout, queries, "queries")
+        return fold_side(self.scorer, layout, queries, "queries")
 
 
 class ExportedQueries:
@@ -86,7 +86,7 @@ class ExportedQueries:
 
     @cached_property
     def scorer(self) -> Scorer:
-        from ticketsim.scorer import Scorer
+        from ticketsim.bundle.loader import Scorer
 
         return Scorer.load(self.bundle)
 
@@ -104,15 +104,15 @@ def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEnco
     bundle = Path(bundle)
     if (bundle / QUERY).is_dir():
         return ExportedQueries(bundle)
-    from ticketsim.scorer import Scorer
+    from ticketsim.bundle.loader import Scorer
 
     return ScorerQueries(scorer or Scorer.load(bundle))
 
 
 def export_queries(bundle: str | Path) -> str | None:
     """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.channels.sentence import configured_encoder
-    from ticketsim.scorer import Scorer
 
     bundle = Path(bundle)
     folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"
@@ -141,6 +141,7 @@ def export_queries(bundle: str | Path) -> str | None:
 
 
 def reads_of(scorer: Scorer) -> set[str]:
-    from ticketsim.experiment import metric_of, reads
+    from ticketsim.model.branches import reads
+    from ticketsim.model.metric import metric_of
 
     return reads(metric_of(scorer.variant))

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ticketsim.bundle import bundle_manifest
+from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
@@ -174,6 +174,6 @@ class Searcher:
 
 
 def check_folders(bundle: str | Path, index: str | Path) -> None:
-    """Searcher.load's checks that load no model (for ticketsim.wsgi, which must not load one before it forks)."""
+    """Searcher.load's checks that load no model (for ticketsim.app.worker, which must not load one before it forks)."""
     bundle_manifest(Path(bundle))
     check_hash(read_manifest(Path(index))["model_hash"], model_hash(bundle), bundle, index)

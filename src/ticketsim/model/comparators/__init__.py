@@ -1,14 +1,14 @@
 """The text-matching designs the Replicated Siamese LSTM is judged against: one registry, one path from tokens to predict.
 
 Each comparator reads query = SUB1 + DESC1 and ticket = SUB2 + DESC2 + SOL2 (HRDE: the ticket's sentences as chunks)
-and returns a score in (0, 1) per pair, so `ticketsim.train.fit` trains every one of them like the Siamese LSTM:
+and returns a score in (0, 1) per pair, so `ticketsim.training.trainer.fit` trains every one of them like the Siamese LSTM:
 
     model = build_comparator("hrde-ltc", {"hidden": 64}, words, word_table, training_texts(tokens, train_pairs))
     predict = pair_predictor(model, tokens, pairs, words)
     fit(model, predict, rescale(labels), train_rows, dev_rows, train_cfg, seed, loss=softmax, groups=query_groups(pairs))
     pool = score_pool(model, tokens, words, query_ids, ticket_ids)    # each text encoded once, then matched
 
-ticketsim.comparison runs this for one configured comparator on one dataset.
+ticketsim.training.comparators runs this for one configured comparator on one dataset.
 """
 from __future__ import annotations
 
@@ -131,8 +131,8 @@ def pair_predictor(model: Comparator, tokens: Tokens, pairs: pl.DataFrame,
     queries = tokens.queries.filter(pl.col("query_id").is_in(pairs["query_id"].unique().implode()))
     tickets = tokens.tickets.filter(pl.col("ticket_id").is_in(pairs["ticket_id"].unique().implode()))
     query_texts, ticket_texts = side_texts(model.cfg, queries, QUERY, words), side_texts(model.cfg, tickets, TICKET, words)
-    q_rows = rows_of(queries["query_id"], pairs["query_id"])
-    t_rows = rows_of(tickets["ticket_id"], pairs["ticket_id"])
+    q_rows = positions_of(queries["query_id"], pairs["query_id"])
+    t_rows = positions_of(tickets["ticket_id"], pairs["ticket_id"])
     return lambda rows: model(take_texts(query_texts, q_rows[rows]), take_texts(ticket_texts, t_rows[rows]))
 
 
@@ -158,11 +158,11 @@ def encode_texts(model: Comparator, frame: pl.DataFrame, column: str, ids: Seque
                  batch_size: int) -> Encoding:
     """The encodings of the texts `ids` of one side's Tokens table, in that order."""
     texts = side_texts(model.cfg, frame, side, words)
-    rows = rows_of(frame[column], ids)
+    rows = positions_of(frame[column], ids)
     return concatenated([model.encode(take_texts(texts, part, trim=False), side) for part in rows.split(batch_size)])
 
 
-def rows_of(ids: Iterable[str], wanted: Iterable[str]) -> torch.Tensor:
+def positions_of(ids: Iterable[str], wanted: Iterable[str]) -> torch.Tensor:
     position = {x: i for i, x in enumerate(ids)}
     return torch.tensor([position[x] for x in wanted], dtype=torch.long)
 

@@ -1,4 +1,4 @@
-"""`ticketsim serve` on gunicorn: the app of ticketsim.web in several worker processes, each one request at a time.
+"""`ticketsim serve` on gunicorn: the app of ticketsim.app.page in several worker processes, each one request at a time.
 
 The process that forks the workers imports every heavy module a search of this bundle uses (FAISS, polars, onnxruntime
 for a bundle with a query export; torch and sentence-transformers for one without: seconds that the workers then share)
@@ -25,7 +25,7 @@ URL_LIMIT = 8190    # gunicorn's largest request line: a GET search carries the 
 # What a search imports on first use (the sentence encoder, the Punkt tokenizer), imported before the fork: by every
 # bundle, and by a bundle without a query export (ticketsim.search.queries) beside.
 HEAVY = ("faiss", "polars", "onnxruntime", "tokenizers", "punkt.data", "ticketsim.search.searcher")
-TORCH = ("torch", "sentence_transformers", "transformers", "ticketsim.channels.sentence", "ticketsim.scorer")
+TORCH = ("torch", "sentence_transformers", "transformers", "ticketsim.channels.sentence", "ticketsim.bundle.loader")
 
 
 class Server(BaseApplication):

@@ -10,7 +10,7 @@ from mlflow.entities.model_registry import RegisteredModel
 from mlflow.exceptions import MlflowException
 
 from ticketsim.config import TrackingConfig
-from ticketsim.tracking import client
+from ticketsim.lifecycle.tracking import client
 
 CHAMPION, PREVIOUS = "champion", "previous"
 

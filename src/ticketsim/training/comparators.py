@@ -15,13 +15,12 @@ import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.calibrate import Calibrator, fit_calibrator
 from ticketsim.config import ComparatorsConfig, EvaluationConfig
 from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.report import BLOCK, reliability_plot
 from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method
-from ticketsim.experiment import fingerprint, predict_all
 from ticketsim.model.comparators import (
     TITLES,
     Comparator,
@@ -34,9 +33,11 @@ from ticketsim.model.comparators import (
     training_texts,
 )
 from ticketsim.model.losses import loss_of
+from ticketsim.model.scores import predict_all
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import Tokens
-from ticketsim.train import History, fit, rescale
+from ticketsim.training.trainer import History, fit, rescale
+from ticketsim.training.variant import fingerprint
 
 WordVectors = Callable[[Sequence[str]], np.ndarray]   # words -> their (len(words), dim) pretrained vectors
 POINTWISE = ("mse", "bce")                           # the other losses rank each query's candidates
@@ -82,7 +83,7 @@ def compare(name: str, cfg: ComparatorsConfig, corpus: Corpus, tokens: Tokens, w
     """Train comparator `name` (a key of cfg.models) on the train pairs, early-stopped on dev, and evaluate it.
 
     word_vectors is called only for a model that embeds words, so the letter-trigram models never load word2vec.
-    checkpoint: resumed by the trainer when its model, training and data are the same (see ticketsim.train.fit).
+    checkpoint: resumed by the trainer when its model, training and data are the same (see ticketsim.training.trainer.fit).
     """
     pairs, words, settings = corpus.pairs, vocabulary(tokens, cfg.stopwords), cfg.settings(name)
     torch.manual_seed(seed)

@@ -1,6 +1,6 @@
 """The retraining quality gate: a candidate model's metrics against the champion's, metric by metric, as a verdict and a
-Markdown table. Pure logic: ticketsim.retrain gets the metrics (both models scored on the same pairs by
-ticketsim.gate_pairs, else stored figures: the registry's, `dvc metrics diff`).
+Markdown table. Pure logic: ticketsim.lifecycle.retrain gets the metrics (both models scored on the same pairs by
+ticketsim.lifecycle.gate_pairs, else stored figures: the registry's, `dvc metrics diff`).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from ticketsim.config import TrainConfig
-from ticketsim.model.losses import Loss, batches, mse
+from ticketsim.model.losses import Loss, mse
 
 
 @dataclass
@@ -107,3 +107,26 @@ def evaluate_loss(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tens
                 for b in batches(rows, batch_size, groups=groups))
     model.train(was_training)
     return total / max(1, len(rows))
+
+
+def batches(rows: torch.Tensor, batch_size: int, generator: torch.Generator | None = None,
+            groups: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """rows in batches of batch_size, shuffled by `generator` (None keeps the order).
+
+    With groups (query index per pair, indexed by row), a batch holds whole queries: the queries come in shuffled
+    order and fill a batch while it stays within batch_size rows (a larger query is a batch of its own).
+    """
+    if groups is None or len(rows) == 0:
+        order = rows if generator is None else rows[torch.randperm(len(rows), generator=generator)]
+        return list(order.split(batch_size))
+    _, inverse = torch.unique(groups[rows], return_inverse=True)
+    queries = rows[torch.argsort(inverse, stable=True)].split(torch.bincount(inverse).tolist())
+    if generator is not None:
+        queries = [queries[i] for i in torch.randperm(len(queries), generator=generator)]
+    out, current = [], []
+    for query in queries:
+        if current and sum(map(len, current)) + len(query) > batch_size:
+            out.append(torch.cat(current))
+            current = []
+        current.append(query)
+    return out + ([torch.cat(current)] if current else [])

@@ -1,6 +1,6 @@
 """MLflow runs: a run per stage run, tagged with stage, dataset and git revision, its params, metrics, artifacts and
 dataset input; child runs (methods, search trials); and where the runs are (the tracking URI, a server that answers).
-The model registry is ticketsim.registry's."""
+The model registry is ticketsim.lifecycle.registry's."""
 from __future__ import annotations
 
 import dataclasses

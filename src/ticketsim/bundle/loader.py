@@ -17,8 +17,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.bundle import CALIBRATOR, MANIFEST, bundle_manifest
-from ticketsim.calibrate import Calibrator
+from ticketsim.bundle.manifest import MANIFEST, bundle_manifest
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
 from ticketsim.channels.sumemb import sumemb_vectors, word_vectors
@@ -35,21 +34,14 @@ from ticketsim.config import (
     build,
 )
 from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.experiment import (
-    ENCODER,
-    WEIGHTS,
-    Inputs,
-    build_inputs,
-    load_model,
-    metric_of,
-    pair_predictor,
-    pool_scores,
-    predict_all,
-    reads,
-    scaled,
-)
+from ticketsim.model.branches import reads
+from ticketsim.model.inputs import Inputs, build_inputs, scaled
+from ticketsim.model.metric import metric_of
+from ticketsim.model.saved import ENCODER, WEIGHTS, load_model, read_inputs, read_variant
+from ticketsim.model.scores import pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
 
@@ -88,14 +80,13 @@ def final_bundle(directory: str | Path, params: Params, model: str | Path, word2
     it has them, else siamese.variants[siamese.final]. The register and index stages both write it with this one
     function, so the index's model hash is the registered bundle's."""
     model = Path(model)
-    cfg, variant = params.siamese, params.siamese.variant(params.siamese.final)
-    if (model / "variant.json").is_file():   # trained from tune's weights (stage final), not from siamese.variants
-        variant = build(VariantConfig, json.loads((model / "variant.json").read_text()), str(model / "variant.json"))
+    cfg = params.siamese
+    variant = read_variant(model) or cfg.variant(cfg.final)   # tune's weights (stage final), else siamese.variants'
+    scales, words = read_inputs(model)
     return write_bundle(
-        directory, text=params.text, variant=variant, siamese=cfg,
-        scales=json.loads((model / "scales.json").read_text()), words=tuple(json.loads((model / "words.json").read_text())),
+        directory, text=params.text, variant=variant, siamese=cfg, scales=scales, words=words,
         sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade, "weights": model / WEIGHTS,
-                 "calibrator": model / "calibrator.json", **({"encoder": model / ENCODER} if (model / ENCODER).is_dir() else {})},
+                 "calibrator": model / CALIBRATOR, **({"encoder": model / ENCODER} if (model / ENCODER).is_dir() else {})},
         sentence=params.sentence, bm25=params.bm25)
 
 
@@ -188,7 +179,7 @@ class Scorer:
         metric = metric_of(self.variant)
         _, inputs, model = self.encode(corpus, cached=cached)
         scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
-        return scores, pool_scores(model, inputs, metric) if pool else None
+        return scores, ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, pool_values(model, inputs, metric)) if pool else None
 
     def model_for(self, inputs: Inputs, word_table: np.ndarray | None) -> SiameseLSTM:
         """The trained LSTM with an embedding table for this vocabulary (word_table: word_vectors of inputs.words):

@@ -26,7 +26,7 @@ from mlflow.models import ModelSignature
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, PERMISSION_DENIED, UNAUTHENTICATED
 from mlflow.types.schema import ParamSchema, ParamSpec
 
-from ticketsim.access import TOKEN_VARIABLE, Access
+from ticketsim.app.access import TOKEN_VARIABLE, Access
 from ticketsim.config import EvaluationConfig, SentenceConfig, ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform
@@ -35,8 +35,8 @@ from ticketsim.data.validate import DataError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.channels.cache import ChannelVectors
-    from ticketsim.scorer import Scorer
 
 COLUMNS = ("query_subject", "query_description", "ticket_subject", "ticket_description", "ticket_solution")
 FEEDBACK_COLUMNS = (*QUERY_FIELDS, "ticket_id", "label")
@@ -77,16 +77,16 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
     def scorer(self) -> Scorer:
         """The whole model, for scoring pairs: loaded on the first such request (a search of a bundle with a query export
         needs no torch)."""
-        from ticketsim.scorer import Scorer
+        from ticketsim.bundle.loader import Scorer
 
         return Scorer.load(self.bundle)
 
     def evaluate(self, corpus: Corpus, cfg: EvaluationConfig, cached: Sequence[ChannelVectors] = (),
                  sentence: SentenceConfig | None = None) -> dict:
         """Every measure of this version on a labelled corpus, as `ticketsim evaluate` gives it: how the retraining gate
-        scores the champion and the candidate on the same pairs (ticketsim.gate_pairs). `cached`: channel S of the
+        scores the champion and the candidate on the same pairs (ticketsim.lifecycle.gate_pairs). `cached`: channel S of the
         corpus computed with `sentence`, taken only when that is this bundle's own `sentence` (else S is encoded)."""
-        from ticketsim.scorer import evaluate_scorer
+        from ticketsim.bundle.loader import evaluate_scorer
 
         return evaluate_scorer(self.scorer, corpus, cfg, cached if sentence == self.scorer.sentence else ())[0]
 

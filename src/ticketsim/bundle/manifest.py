@@ -1,4 +1,4 @@
-"""A bundle folder's manifest and the files a search reads without the model (ticketsim.scorer owns the rest): light, so
+"""A bundle folder's manifest and the files a search reads without the model (ticketsim.bundle.loader owns the rest): light, so
 that a search whose bundle has a query export (ticketsim.search.queries) imports no torch."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ticketsim.errors import StepError
 
-MANIFEST, CALIBRATOR = "manifest.json", "calibrator.json"
+MANIFEST = "manifest.json"
 
 
 def bundle_manifest(directory: Path) -> dict:

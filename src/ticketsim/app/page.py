@@ -10,7 +10,7 @@
 - `GET /health`: ok.
 Bad input is a 400 with the problems; k, the query's text and request bodies are bounded (params serve). Writing
 feedback needs the token when the server has one, and always off loopback (Access); a cross-site POST is refused.
-Every text is escaped on the page (Jinja autoescape): a ticket is data, never markup. ticketsim.wsgi runs it on gunicorn.
+Every text is escaped on the page (Jinja autoescape): a ticket is data, never markup. ticketsim.app.worker runs it on gunicorn.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 import polars as pl
 from flask import Flask, jsonify, redirect, request
 
-from ticketsim.access import Access, is_loopback
+from ticketsim.app.access import Access, is_loopback
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError

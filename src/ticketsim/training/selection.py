@@ -17,7 +17,7 @@ import polars as pl
 
 from ticketsim.config import VariantConfig
 from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
-from ticketsim.tune import Problem, train_variant
+from ticketsim.training.variant import Prepared, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -46,20 +46,18 @@ def per_query(pairs: pl.DataFrame, scores: np.ndarray, depth: int) -> pl.DataFra
     return rerank_by_query(pairs.with_columns(score=pl.Series(np.asarray(scores, dtype=np.float64))), depth)
 
 
-def cross_validate(problem: Problem, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
+def cross_validate(data: Prepared, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
                    epochs: int | None = None) -> pl.DataFrame:
-    """per_query of every query of problem.pairs exactly once, scored by the model trained without its fold, and a
-    column fold. `seed` draws the folds and seeds each model; hidden defaults to problem.siamese's, epochs to the
-    variant's own training config."""
-    folds = query_folds(problem.pairs["query_id"], k, seed)
-    hidden = hidden or problem.siamese.hidden
+    """per_query of every query of data.pairs exactly once, scored by the model trained without its fold, and a column
+    fold. `seed` draws the folds and seeds each model; hidden and epochs as train_variant's."""
+    folds = query_folds(data.pairs["query_id"], k, seed)
     parts = []
     for held_out in range(k):
-        pairs = fold_pairs(problem.pairs, folds, held_out)
-        # The problem's channel scales stay those of its own train split: vectors only, no label of a held-out query.
-        _, _, scores = train_variant(replace(problem, pairs=pairs, seed=seed), variant, hidden, epochs)
+        pairs = fold_pairs(data.pairs, folds, held_out)
+        # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
+        scores = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs).pair_scores()
         scored = (pairs["split"] == "test").to_numpy()
-        parts.append(per_query(pairs.filter(scored), scores[scored], problem.evaluation.depth).with_columns(fold=pl.lit(held_out)))
+        parts.append(per_query(pairs.filter(scored), scores[scored], data.params.evaluation.depth).with_columns(fold=pl.lit(held_out)))
     return pl.concat(parts)
 
 

@@ -22,8 +22,8 @@ from ticketsim.data.sources import load_corpus
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import IntakeReport
 from ticketsim.errors import StepError
-from ticketsim.registry import ModelVersion
-from ticketsim.tracking import metric_values, tracking_uri
+from ticketsim.lifecycle.registry import ModelVersion
+from ticketsim.lifecycle.tracking import metric_values, tracking_uri
 
 SPLIT = "dev"
 SENTENCE_CACHE = "data/{dataset}/channels/S.npz"    # the sentence_encoder stage's output (dvc.yaml)
@@ -81,14 +81,16 @@ def pairs_source(cfg: DatasetConfig, seed: int) -> str:
 
 def version_figures(cfg: TrackingConfig, version: ModelVersion, pairs: GatePairs, evaluation: EvaluationConfig) -> dict[str, float]:
     """The version's dev figures on `pairs`, keyed as MLflow holds a run's metrics (`dev.rerank.map`, ...): its model is
-    downloaded from the registry and evaluates itself (ticketsim.serving.TicketSimModel.evaluate)."""
+    downloaded from the registry and evaluates itself (ticketsim.app.pyfunc.TicketSimModel.evaluate)."""
     import mlflow
 
     uri = tracking_uri(cfg)
     with tempfile.TemporaryDirectory(prefix="ticketsim-gate-") as scratch:
         try:
-            local = mlflow.artifacts.download_artifacts(f"models:/{version.model}/{version.version}", dst_path=scratch,
-                                                        tracking_uri=uri, registry_uri=uri)
+            # The version's own artifact address from this registry: a models:/ address would be resolved against the
+            # process's global registry URI, which an earlier set_tracking_uri of another store may have left behind.
+            source = mlflow.MlflowClient(uri, registry_uri=uri).get_model_version_download_uri(version.model, version.version)
+            local = mlflow.artifacts.download_artifacts(source, dst_path=scratch, tracking_uri=uri)
             model = mlflow.pyfunc.load_model(local).unwrap_python_model()
         except Exception as error:   # noqa: BLE001 - any failure to fetch or load means the gate cannot judge
             raise StepError(f"{version.model} v{version.version}: its model could not be loaded from the registry to "

@@ -5,7 +5,7 @@ The seam with the training pipeline (stage register@<dataset>): each model it tr
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
 {"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
 (passed / failed), so it is judged once. The champion and the candidate are both loaded and scored on the candidate's
-dev pairs in the gate's own run (ticketsim.gate_pairs): the figures stored with each were measured on the dev set of its
+dev pairs in the gate's own run (ticketsim.lifecycle.gate_pairs): the figures stored with each were measured on the dev set of its
 own run, and new labelled pairs change that set. Without a registry champion there is no model to score: the
 champion's figures are the final variant's metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on
 `gate.baseline_rev`, against the candidate's stored ones.
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
-from ticketsim.gate import GateResult, compare, dvc_baseline
-from ticketsim.gate_pairs import gate_pairs, version_figures
-from ticketsim.registry import CHAMPION, ModelVersion, latest_version, model_version, promote, tag_version, version_by_alias
-from ticketsim.tracking import check_reachable, sanitize, tracking_uri
+from ticketsim.lifecycle.gate import GateResult, compare, dvc_baseline
+from ticketsim.lifecycle.gate_pairs import gate_pairs, version_figures
+from ticketsim.lifecycle.registry import CHAMPION, ModelVersion, latest_version, model_version, promote, tag_version, version_by_alias
+from ticketsim.lifecycle.tracking import check_reachable, sanitize, tracking_uri
 
 GATE_TAG = "gate"
 BASELINE_FILE = "metrics/{dataset}/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
@@ -51,13 +51,9 @@ def gate_rules(params: Params) -> dict[str, GateRule]:
     return {sanitize(name): rule for name, rule in params.gate.metrics.items()}
 
 
-def registered_name(params: Params) -> str:
-    return params.siamese.registered_name(params.retrain.dataset)
-
-
 def run_gate(params: Params, version: str | None = None, promote_on_pass: bool = True) -> GateOutcome:
     """Judge `version` (default: the newest, unless already judged) against the champion; promote it if it passes."""
-    cfg, model = params.tracking, registered_name(params)
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     if not getattr(params.datasets.get(params.retrain.dataset), "labels", True):
         raise RetrainError(f"retrain.dataset = {params.retrain.dataset!r} has no labelled pairs (labels: false): its model "
                            f"has no quality figure for the gate to judge; add labelled pairs, or gate a labelled dataset")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+CALIBRATOR = "calibrator.json"   # a calibrator's file, in a trained model's folder and in a bundle
+
 
 @dataclass(frozen=True)
 class Calibrator:

@@ -1,0 +1,50 @@
+"""g from a model and its inputs: of given pairs, of a whole pool, and each side's channel vectors."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+import torch
+
+from ticketsim.model.inputs import Encoded, Inputs
+from ticketsim.model.metric import MetricConfig, similarity
+from ticketsim.model.siamese import SiameseLSTM
+
+
+def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
+                   metric: MetricConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """predict(rows) = g of those rows of `pairs`."""
+    q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
+    needs_q, needs_t = metric.needs()
+    pair = inputs.pair_distances(metric, pairs)
+    return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric,
+                              pair={c: d[rows] for c, d in pair.items()})
+
+
+@torch.no_grad()
+def predict_all(predict: Callable[[torch.Tensor], torch.Tensor], n: int, batch_size: int = 256) -> np.ndarray:
+    """predict() of rows 0..n-1 in batches, as float64 scores."""
+    parts = [predict(rows) for rows in torch.arange(n).split(batch_size)]
+    return torch.cat(parts).double().numpy() if parts else np.zeros(0)
+
+
+@torch.no_grad()
+def pool_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_size: int = 256) -> np.ndarray:
+    """g of every query (rows) against every ticket (columns) of the pool (channels computed once per text, in eval mode)."""
+    needs_q, needs_t = metric.needs()
+    values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
+                        side_channels(model, inputs.tickets, needs_t, batch_size), model.metric(metric), pool=True,
+                        pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
+    return values.numpy()
+
+
+@torch.no_grad()
+def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]],
+                  batch_size: int = 256) -> dict[str, dict[str, torch.Tensor]]:
+    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64."""
+    was_training = model.training
+    model.eval()
+    parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
+    model.train(was_training)
+    return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}
