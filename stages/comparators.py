@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ticketsim.data.tables import Corpus
+from ticketsim.evaluate.calibrate import CALIBRATOR
 from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.side_by_side import side_by_side
 from ticketsim.stage import Stage
@@ -31,7 +32,7 @@ def main() -> None:
         logged = {"model": model, "settings": cfg.settings(model), "loss": cfg.loss, "margin": cfg.margin,
                   "stopwords": cfg.stopwords, "train": asdict(cfg.training(model))}
         with stage.run(logged, name=f"comparators#{model}@{stage.dataset}", tags={"model": model, "method": method},
-                       artifacts=(metrics, shared.out / model / "calibrator.json", shared.plots / model)):
+                       artifacts=(metrics, shared.out / model / CALIBRATOR, shared.plots / model)):
             for epoch, (train, dev) in enumerate(zip(compared.history.train_loss, compared.history.dev_loss)):
                 log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch)
             # dev.rerank.map, ...: the same keys for every model

@@ -1,5 +1,6 @@
 """A trained model's folder: building a Siamese model for a variant, and saving and loading it (its weights and
-F's fine-tuned encoder). The one module that names the folder's files; stages, tuner, bundle and index read them here."""
+F's fine-tuned encoder). The one module that names the folder's files (the calibrator's beside them: evaluate.calibrate);
+stages, tuner, bundle and index read them here."""
 from __future__ import annotations
 
 import json
@@ -38,9 +39,6 @@ def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, varia
                               pooling=cfg.pooling)
     learn = metric_of(variant) if variant is not None and variant.learn else None
     return SiameseLSTM(model_cfg, table, learn, build_branches(variant, start) if variant is not None else None)
-
-
-WEIGHTS, ENCODER = "weights.pt", "encoder"      # a trained model: weights (F's transformer apart) and F's encoder folder
 
 
 WEIGHTS, ENCODER = "weights.pt", "encoder"      # a trained model: weights (F's transformer apart) and F's encoder folder
@@ -85,6 +83,8 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
 # Beside the weights: the cached channels' scales and the embedding rows the model was trained on (the bundle needs
 # both), and, for the final model trained from the tuner's weights, the variant it was trained as.
 SCALES, WORDS, VARIANT = "scales.json", "words.json", "variant.json"
+# Each training phase's resumable checkpoint (ticketsim.training.trainer.fit) in a model's folder.
+CHECKPOINTS = {"selfsup": "selfsup.pt", "labels": "checkpoint.pt"}
 
 
 def write_inputs(folder: Path, scales: dict[str, float], words: tuple[str, ...]) -> None:

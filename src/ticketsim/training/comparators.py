@@ -17,7 +17,7 @@ import torch
 
 from ticketsim.config import ComparatorsConfig, EvaluationConfig
 from ticketsim.data.tables import Corpus
-from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
+from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator, fit_calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.report import BLOCK, reliability_plot
 from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method
@@ -150,7 +150,7 @@ def compare_saved(shared: Comparators, name: str) -> Compared:
     out.mkdir(parents=True, exist_ok=True)
     done = compare(name, shared.cfg, shared.corpus, shared.tokens, partial(pretrained_vectors, shared.word2vec, shared.char_blstm),
                    shared.seed, shared.evaluation, out / "checkpoint.pt")
-    done.calibrator.save(out / "calibrator.json")
+    done.calibrator.save(out / CALIBRATOR)
     held_out = (shared.corpus.pairs["split"] != "train").to_numpy()
     reliability_plot(done.calibrator(done.scores[held_out]), shared.corpus.pairs["label"].to_numpy()[held_out],
                      shared.plots / name / f"reliability_{name}.png", f"{shared.dataset} {method}: calibrated vs gold")

@@ -18,7 +18,7 @@ from ticketsim.config import Params, VariantConfig
 from ticketsim.evaluate.calibrate import CALIBRATOR, UNCALIBRATED, Calibrator, fit_calibrator
 from ticketsim.evaluate.report import BLOCK, block_of, reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.model.saved import write_variant
+from ticketsim.model.saved import SCALES, write_variant
 from ticketsim.training.trainer import History
 from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
 
@@ -109,7 +109,7 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
               "model": {k: v for k, v in asdict(cfg).items() if k not in ("variants", "finetuned")}}
     with stage.run(logged, stage=tag, name=f"{tag}#{row.name}@{stage.dataset}",
                    tags={"variant": row.name, "method": f"#{row.name}"},
-                   artifacts=(metrics, row.out / "calibrator.json", row.out / "scales.json", row.plots)):
+                   artifacts=(metrics, row.out / CALIBRATOR, row.out / SCALES, row.plots)):
         for phase, history in trained.histories.items():
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
                 log_metrics(dict(zip((f"{LOSS_PREFIX[phase]}train_loss", f"{LOSS_PREFIX[phase]}dev_loss"), losses)), step=epoch)

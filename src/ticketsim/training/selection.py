@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
-from ticketsim.config import VariantConfig
+from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
 from ticketsim.training.variant import Prepared, train_variant
 
@@ -27,8 +27,8 @@ def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
     """
     ids = sorted(set(query_ids))
     if not 3 <= k <= len(ids):
-        raise ValueError(f"k = {k} folds: need 3 <= k <= {len(ids)} (the queries): one fold scored, one for early "
-                         f"stopping, the rest to train on")
+        raise ConfigError(f"k = {k} folds: need 3 <= k <= {len(ids)} (the queries): one fold scored, one for early "
+                          f"stopping, the rest to train on")
     order = np.random.default_rng(seed).permutation(len(ids))
     return {ids[i]: position % k for position, i in enumerate(order)}
 

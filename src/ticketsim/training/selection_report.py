@@ -186,8 +186,6 @@ def command(args: argparse.Namespace) -> None:
         return
     if not args.dataset or not args.variants:
         raise StepError("--dataset and --variants are required (or --merge)")
-    if args.folds < 3:
-        raise StepError(f"--folds {args.folds}: at least 3 (one fold scored, one for early stopping, the rest to train on)")
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 

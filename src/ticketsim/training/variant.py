@@ -26,7 +26,7 @@ from ticketsim.model.branches import BRANCHES, STARTED, BranchStart, reads
 from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
 from ticketsim.model.losses import Loss, loss_of
 from ticketsim.model.metric import MetricConfig, metric_of
-from ticketsim.model.saved import build_model, save_model, write_inputs
+from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_inputs
 from ticketsim.model.scores import pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
@@ -197,10 +197,6 @@ def pretrain(model: SiameseLSTM, mined: Mined, cfg: MiningConfig, train: TrainCo
     return train_model(branches_only, inputs, mined.corpus.pairs, variant, train, seed, **fit_options)
 
 
-# Each training phase's resumable checkpoint (ticketsim.training.trainer.fit) in a model's folder.
-CHECKPOINTS = {"selfsup": "selfsup.pt", "labels": "checkpoint.pt"}
-
-
 def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, siamese: SiameseParams,
                 seed: int, mined: Mined | None = None, checkpoints: Path | None = None,
                 on_epoch: Callable[[str, int, float, float], None] | None = None, inputs_digest: str = "",
@@ -237,8 +233,6 @@ def train_model(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
     loss, groups = loss_and_groups(variant, pairs)
     return fit(model, pair_predictor(model, inputs, pairs, metric_of(variant)), rescale(torch.tensor(pairs["label"].to_list())),
                rows["train"], rows["dev"], cfg, seed, loss=loss, groups=groups, **fit_options)
-
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,11 +273,12 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
     pair from the model as it stands (the tuner's pruning reads it)."""
     siamese = replace(data.siamese, hidden=hidden or variant.hidden or data.siamese.hidden)
     metric = metric_of(variant)
-    inputs = build_inputs(data.tokens, [v for v in data.channels if v.channel in reads(metric)], metric, siamese.max_tokens,
+    cached = reads(metric)
+    inputs = build_inputs(data.tokens, [v for v in data.channels if v.channel in cached], metric, siamese.max_tokens,
                           data.params.bm25, data.corpus)
     torch.manual_seed(seed)
     model = build_model(siamese, data.word_table, data.char_dim, variant, data.start)
-    trained = TrainedVariant(variant, model, inputs, data.pairs, {c: s for c, s in data.scales.items() if c in reads(metric)}, {})
+    trained = TrainedVariant(variant, model, inputs, data.pairs, {c: s for c, s in data.scales.items() if c in cached}, {})
     report = (lambda phase, epoch, train_loss, dev_loss: on_epoch(phase, epoch, trained.pair_scores)) if on_epoch else None
     if checkpoints is not None:
         checkpoints.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-import polars as pl
 import torch
 
 from ticketsim.config import Params, TuneConfig, VariantConfig
@@ -38,11 +37,6 @@ from ticketsim.tuning.output import write_plots, write_tuned
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
-
-
-def search_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
-    """The labelled pairs a search may read: train and dev. The test split is dropped before anything else sees it."""
-    return pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))
 
 
 def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
