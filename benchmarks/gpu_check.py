@@ -1,7 +1,7 @@
 """One F epoch and the encoding of many passages on cuda and on the CPU side by side, on a bare GPU machine.
 
 Usage:
-  python benchmarks/gpu_check.py MODEL_FOLDER [--pairs 3000] [--passages 20000] [--params params.yaml]
+  python benchmarks/gpu_check.py MODEL_FOLDER [--pairs 3000] [--passages 20000] [--cpu-passages 2000] [--params params.yaml]
 
 Needs only torch, transformers, sentence-transformers and numpy (PyYAML comes with transformers): the project's src
 is put on sys.path, and the encoder and training core (ticketsim.channels.sentence, ticketsim.model, ticketsim.training.trainer)
@@ -17,7 +17,8 @@ the same numbers.
   channel S's encode_passages (longest first; on cuda batches of 256 under float16 autocast, on the CPU of 32).
 
 Prints per device seconds per epoch and passages/s, then the largest absolute difference and the lowest cosine between
-the cuda and the CPU vectors. Without CUDA the cuda part is skipped, with a line saying so.
+the cuda and the CPU vectors of the first --cpu-passages passages (the CPU encodes only those: at its rate all of them
+would take the GPU machine's whole lease). Without CUDA the cuda part is skipped, with a line saying so.
 """
 import argparse
 import os
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("model", help="a sentence-transformers folder (MiniLM, or its float16 copy)")
     parser.add_argument("--pairs", type=int, default=3000)
     parser.add_argument("--passages", type=int, default=20000)
+    parser.add_argument("--cpu-passages", type=int, default=2000)
     parser.add_argument("--params", default=str(Path(__file__).resolve().parents[1] / "params.yaml"))
     args = parser.parse_args()
     devices = ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
@@ -141,10 +143,12 @@ def main() -> None:
     vectors = {}
     for device in devices:
         seconds = f_epoch(args.model, device, args.params, args.pairs)
-        vectors[device], rate = encoding(args.model, device, texts)
-        print(f"{device}: F epoch of {args.pairs} pairs {seconds:.1f} s; {args.passages} passages at {rate:.1f} passages/s")
+        passages = texts if device != "cpu" else texts[:args.cpu_passages]
+        vectors[device], rate = encoding(args.model, device, passages)
+        print(f"{device}: F epoch of {args.pairs} pairs {seconds:.1f} s; {len(passages)} passages at {rate:.1f} passages/s",
+              flush=True)
     if "cuda" in vectors:
-        a, b = vectors["cuda"], vectors["cpu"]
+        a, b = vectors["cuda"][:args.cpu_passages], vectors["cpu"]
         cosine = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
         print(f"cuda vs cpu vectors: largest absolute difference {np.abs(a - b).max():.2e}, lowest cosine {cosine.min():.6f}")
 

@@ -108,7 +108,7 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python benchmarks/search_cold_start.py --model models/default/bundle --index models/default/index --repeat 3":
         "a benchmark (two code revisions, a minute or two), not a test; tests/test_fast_query.py checks what it times",
     "python benchmarks/half_weights.py minilm-fp16": "run by tests/test_gpu_check.py (slow tier), then gpu_check.py on the copy",
-    "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 20000":
+    "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000":
         "run by tests/test_gpu_check.py (smaller, with polars, MLflow and DVC unimportable; on MiniLM in the slow tier)",
     "python benchmarks/index_memory.py --tickets 1000 --enduser 200":
         "a benchmark (tiny bundles trained, then 200k vectors in two formats), not a test; tests/test_index_precision.py "

@@ -13,7 +13,7 @@ from tiny_encoder import tiny_encoder
 
 REPO = Path(__file__).resolve().parents[1]
 HALF = "python benchmarks/half_weights.py minilm-fp16"
-CHECK = "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 20000"
+CHECK = "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000"
 
 
 def bare(command: str) -> subprocess.CompletedProcess:
@@ -23,6 +23,12 @@ def bare(command: str) -> subprocess.CompletedProcess:
     code = (f"import runpy, sys; {blocked}; sys.argv = {[script, *args]!r}; "
             f"runpy.run_path({str(REPO / script)!r}, run_name='__main__')")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def smaller(folder: Path, pairs: int, passages: int, cpu_passages: int) -> str:
+    """The documented check on `folder` with fewer pairs and passages."""
+    return (CHECK.replace("minilm-fp16", str(folder)).replace("--pairs 3000", f"--pairs {pairs}")
+            .replace("--passages 100000", f"--passages {passages}").replace("--cpu-passages 2000", f"--cpu-passages {cpu_passages}"))
 
 
 def check_output(done: subprocess.CompletedProcess, pairs: int, passages: int) -> None:
@@ -37,7 +43,7 @@ def check_output(done: subprocess.CompletedProcess, pairs: int, passages: int) -
 
 def test_gpu_check_runs_bare_and_prints_its_figures(tmp_path):
     folder = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil at the seal", "my printer jams in tray 2"] * 5, positions=256)
-    check_output(bare(CHECK.replace("minilm-fp16", str(folder)).replace("3000", "24").replace("20000", "10")), 24, 10)
+    check_output(bare(smaller(folder, 24, 10, 6)), 24, 6)
 
 
 @pytest.mark.slow
@@ -48,4 +54,4 @@ def test_the_documented_commands_copy_minilm_as_float16_and_check_it(tmp_path):
                           cwd=REPO)
     assert done.returncode == 0 and "MB, float16 weights; vectors within" in done.stdout, done.stderr[-3000:]
     assert 40e6 < (copy / "model.safetensors").stat().st_size < 50e6
-    check_output(bare(CHECK.replace("minilm-fp16", str(copy)).replace("3000", "12").replace("20000", "4")), 12, 4)
+    check_output(bare(smaller(copy, 12, 4, 4)), 12, 4)
