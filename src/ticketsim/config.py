@@ -229,7 +229,9 @@ class VariantConfig:
     channels: dict[str, float]
     levels: dict[str, float]
     learn: bool = False             # W and V trained with the model (kept positive), starting at these values
-    loss: Literal["mse", "pairwise", "softmax"] = "mse"   # mse to rescaled labels (the paper) | a per-query ranking loss
+    loss: Literal["mse", "pairwise", "softmax", "contrastive"] = "mse"   # mse to rescaled labels (the paper) | a per-query
+                                    # ranking loss | contrastive: in-batch negatives, L fused after (model/losses.py)
+    rel: Literal["neither", "positive", "soft"] = "neither"   # contrastive: a REL pair is no positive | one | half of one
     selfsup: bool = False           # first train the branches on pairs mined from the tickets (siamese.selfsup)
     labels: bool = True             # then (or only) on the labelled pairs; false: no labelled pair is learnt from
     train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)
@@ -289,6 +291,14 @@ class SiameseParams:
     threads: int = 1             # torch threads per row: small matrices; a second thread on a busy 2-core box is far slower
     workers: int = 2             # rows trained side by side (processes) by the siamese stage
 
+    def __post_init__(self) -> None:
+        every = {**self.variants, **self.finetuned}
+        for key in ("final", "unlabelled"):
+            name = getattr(self, key)
+            if every.get(name) is not None and every[name].channels.get("R"):
+                raise ConfigError(f"params: siamese.{key}: {name} weighs R, the source's candidate order, which no real "
+                                  f"search has (it scores R as a constant): name a variant without R")
+
     def variant(self, name: str) -> VariantConfig:
         """A variant of siamese.variants or siamese.finetuned by name."""
         every = {**self.variants, **self.finetuned}
@@ -296,7 +306,7 @@ class SiameseParams:
             raise ConfigError(f"params: siamese: no variant {name!r} in variants or finetuned (have: {', '.join(every)})")
         return every[name]
 
-    def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup"] = "labels") -> TrainConfig:
+    def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup", "fuse"] = "labels") -> TrainConfig:
         """siamese.train with the variant's own `train` values over it (and, for phase selfsup, siamese.selfsup.train)."""
         over = {**variant.train, **(self.selfsup.train if phase == "selfsup" else {})}
         return build(TrainConfig, {**dataclasses.asdict(self.train), **over}, f"siamese.variants.train ({phase})")
