@@ -206,22 +206,27 @@ def command(args: argparse.Namespace) -> None:
     channels = [path for path in cached.values() if Path(path).is_file()]
     problem = prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels,
                             [every[name] for name in args.variants], splits=SEARCH_SPLITS, also=cached)
-    epochs, cv_seeds = args.epochs, len(args.seeds) if args.cv_seeds is None else args.cv_seeds
-
-    results = {}
-    with tqdm(total=len(args.variants) * (cv_seeds * args.folds + len(args.seeds)), desc="select", unit="model") as bar:
-        for name in args.variants:
-            results[name] = trained(problem, name, args.folds, args.seeds, cv_seeds, epochs, bar)
-    baselines = baseline_scores(problem, params) if args.baselines else {}
-    for name, scores in baselines.items():
-        results[name] = untrained(problem, scores, args.folds, args.seeds[:cv_seeds])
-    report = {"dataset": args.dataset, "workspace": str(args.workspace.resolve()), "command": " ".join(sys.argv),
-              "queries": problem.pairs["query_id"].n_unique(), "folds": args.folds, "seeds": args.seeds,
-              "cv_seeds": args.seeds[:cv_seeds], "epochs": epochs,
-              "compared": len(args.variants), "configurations": results,
-              "tests": tests(results, args.variants, list(baselines), args.resamples) if cv_seeds else []}
-    report["seconds"] = round(time.perf_counter() - started, 1)
+    cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
+    report = select(problem, args.variants, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
+    report |= {"dataset": args.dataset, "workspace": str(args.workspace.resolve()),
+               "seconds": round(time.perf_counter() - started, 1)}
     write(report, args.out)
+
+
+def select(problem: Prepared, variants: list[str], folds: int, seeds: list[int], cv_seeds: int, epochs: int | None,
+           baselines: bool, resamples: int) -> dict:
+    """The report of `ticketsim select` on a Prepared (less its dataset, workspace and seconds): every configuration
+    cross-validated for the first cv_seeds seeds and trained per seed, the baselines beside them, the paired tests."""
+    results = {}
+    with tqdm(total=len(variants) * (cv_seeds * folds + len(seeds)), desc="select", unit="model") as bar:
+        for name in variants:
+            results[name] = trained(problem, name, folds, seeds, cv_seeds, epochs, bar)
+    scores = baseline_scores(problem, problem.params) if baselines else {}
+    for name, pair_scores in scores.items():
+        results[name] = untrained(problem, pair_scores, folds, seeds[:cv_seeds])
+    return {"command": " ".join(sys.argv), "queries": problem.pairs["query_id"].n_unique(), "folds": folds, "seeds": seeds,
+            "cv_seeds": seeds[:cv_seeds], "epochs": epochs, "compared": len(variants), "configurations": results,
+            "tests": tests(results, variants, list(scores), resamples) if cv_seeds else []}
 
 
 def write(report: dict, out: Path | None) -> None:
