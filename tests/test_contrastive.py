@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn.functional as F
-from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus, setup, train_map  # noqa: F401
+from test_finetune import F_ONLY, SIAMESE, encoder_folder, setup, train_map  # noqa: F401
 
 from ticketsim.config import ConfigError, SiameseParams, VariantConfig
 from ticketsim.model.losses import InBatch, contrastive
@@ -49,7 +49,7 @@ def test_only_an_in_batch_loss_over_a_pair_channel_fuses_after():
     assert fuses_after(FUSED) and not fuses_after(CONTRASTIVE) and not fuses_after(replace(FUSED, loss="pairwise"))
 
 
-def test_the_encoder_learns_without_l_then_only_the_weights_learn_with_it(encoder_folder):
+def test_the_encoder_learns_without_l_then_only_the_weights_learn_with_it(encoder_folder):  # noqa: F811
     corpus, _, inputs, model = setup(encoder_folder, FUSED)
     before = train_map(corpus, inputs, model, FUSED)
     seen = {"labels": [], "fuse": []}     # per phase, after each epoch: W_L and the encoder's weights
