@@ -48,8 +48,9 @@ def ray_encoding(cfg: SentenceConfig) -> PassageEncoding:
         order = passage_order(texts)
         rows = [{"positions": order[b:b + batch_size], "passages": [texts[i] for i in order[b:b + batch_size]]}
                 for b in range(0, len(order), batch_size)]
-        gpus = int(ray.cluster_resources().get("GPU", 0)) if cfg.device != "cpu" else 0
-        actors = gpus or max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0)) if cfg.device != "cpu" else 0
+        actors = gpus or max(1, int(resources.get("CPU", 1)) // threads)
         # Ray Data reports its own progress; a block is one actor call's rows
         dataset = ray.data.from_items(rows, override_num_blocks=-(-len(rows) // ROWS_PER_CALL)).map_batches(
             PassageActor, fn_constructor_kwargs={"cfg": cfg, "threads": threads}, batch_size=ROWS_PER_CALL, batch_format="numpy",
