@@ -30,6 +30,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
     "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
+    'pip install -e ".[cluster]"': "an install: the cluster extra's ray is in the test extra too, which .ci/run installs; "
+                                   "tests/test_ray_encode.py runs a local two-worker cluster with it",
+    "RAY_ADDRESS=10.0.0.5:6379 ticketsim index build --tickets tickets.csv --index my-index":
+        "needs a Ray cluster and a trained bundle: tests/test_ray_encode.py encodes on a local two-worker cluster (the "
+        "vectors of the local path), tests/test_search_cli.py runs `index build` and its refusal without ray",
     "uv pip install --compile-bytecode -e .": "an install: .ci/run installs so",
     "dvc metrics show": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
     "cat reports/default/table5/dev.md": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",

@@ -220,6 +220,14 @@ class SentenceConfig:
 
 
 @dataclass(frozen=True)
+class EncodeConfig:
+    """Where a knowledge base's channel S is encoded (ticketsim.channels.ray_encode; docs/scale.md). Not in `sentence`:
+    a bundle records `sentence`, and the engine is how the vectors are made, not what they are (the same either way)."""
+
+    engine: Literal["local", "ray"] = "local"   # ray: actors of the cluster ray.init() finds (RAY_ADDRESS), extra `cluster`
+
+
+@dataclass(frozen=True)
 class VariantConfig:
     """One row of Table 5 as weights of the shared metric: W (channel -> weight), V ('sub-desc' -> weight).
 
@@ -480,6 +488,7 @@ class Params:
     evaluation: EvaluationConfig = EvaluationConfig()
     bm25: BM25Config = BM25Config()
     sentence: SentenceConfig = SentenceConfig()
+    encode: EncodeConfig = EncodeConfig()
     rows: dict[str, ChannelRows] = field(default_factory=dict)
     siamese: SiameseParams = SiameseParams()
     finetune: FinetuneConfig = FinetuneConfig()
