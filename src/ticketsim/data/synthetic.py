@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ticketsim.config import SyntheticConfig
-from ticketsim.data.tables import LABELS, PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform, stable_split
+from ticketsim.data.tables import LABELS, LAY, PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform, stable_split
 
 # --------------------------------------------------------------------------------------------------------------------
 # Taxonomy. Strings with "|" are alternatives; "role=a|b; role=c" lists spare parts by the role steps refer to.
@@ -504,7 +504,7 @@ def generate(cfg: SyntheticConfig, seed: int) -> Corpus:
     lay_rng = random.Random(f"lay-{seed}")    # its own stream: adding lay queries leaves every other record as it was
     for number in range(cfg.n_lay_queries):
         fc = classes[lay_rng.choice(active)]
-        labelled(_lay_query(f"L{number + 1:03d}", fc, lay_rng), fc, "lay", lay_rng)
+        labelled(_lay_query(f"L{number + 1:03d}", fc, lay_rng), fc, LAY, lay_rng)
     return Corpus(
         conform(pl.DataFrame(tickets, schema={k: pl.String for k in TICKET_SCHEMA}), TICKET_SCHEMA),
         conform(pl.DataFrame(queries, schema={k: pl.String for k in QUERY_SCHEMA}), QUERY_SCHEMA),
