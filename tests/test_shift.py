@@ -57,6 +57,7 @@ def test_the_later_year_view_removes_the_comment_threads_and_withholds_the_sourc
     assert set(figures) == {"dev-later-year", "lay-later-year"} and figures["dev-later-year"]["rerank"]["map"] >= 0
 
 
+@pytest.mark.slow    # trains 3 models (6 for select) on 2 busy cores: 10-30 s
 def test_cross_validation_folds_train_and_dev_only_and_scores_each_fold_under_the_view_by_its_own_model(data):
     with torch_threads(1):
         runs = cross_validate_under(data, TINY, {LATER_YEAR: later_year(data)}, k=3, seed=5, epochs=1)
@@ -130,3 +131,31 @@ def test_verdict_reads_significance_and_sign():
     assert verdict({OWN: flat}).startswith("not above")
     assert verdict({OWN: up, CROSS_PART: down}).startswith("below the reference under cross-part")
     assert verdict({OWN: down}).startswith("not above")
+
+
+@pytest.mark.slow    # trains 3 models (6 for select) on 2 busy cores: 10-30 s
+def test_select_scores_each_configuration_under_every_shift_beside_cv(data):
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    problem = replace(data, params=replace(data.params, siamese=replace(data.params.siamese,
+                                                                        variants={"tiny": TINY, "order": ORDER_ONLY})))
+    train = sorted(problem.pairs.filter(pl.col("split") == "train")["query_id"].unique())
+    shifts = shift_module.Shifts(True, later_year(problem), {"part1": set(train[::2]), "part2": set(train[1::2])})
+    assert shifts.names == (LAY, LATER_YEAR, CROSS_PART)
+    with torch_threads(1), tqdm(disable=True) as bar:
+        results = {name: selection_report.trained(problem, name, 3, [0], 1, 1, bar, shifts) for name in ("tiny", "order")}
+    lay = set(problem.pairs.filter(pl.col("split") == LAY)["query_id"])
+    for figures in results.values():
+        assert set(figures["shifts"]) == {LAY, LATER_YEAR, CROSS_PART} and figures["cv_map"]["values"]
+        assert set(figures["shifts"][LAY]["query_ap"]) == lay and not lay & set(figures["query_ap"])
+        assert set(figures["shifts"][LATER_YEAR]["query_ap"]) == set(figures["query_ap"])
+        assert set(figures["shifts"][CROSS_PART]["query_ap"]) == set(train)
+    # the source order alone, withheld: every candidate alike
+    assert results["order"]["shifts"][LATER_YEAR]["map"]["mean"] != results["order"]["cv_map"]["mean"]
+    judgement = selection_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
+    assert set(judgement["against_reference"]["tiny"]) == {OWN, LAY, LATER_YEAR, CROSS_PART}
+    report = {"dataset": "tiny", "queries": 0, "folds": 3, "cv_seeds": [0], "seeds": [0], "epochs": 1, "compared": 2,
+              "configurations": results, "tests": [], "judgement": judgement}
+    assert "| tiny |" in selection_report.markdown(report) and "later-year MAP" in selection_report.markdown(report)
