@@ -30,10 +30,11 @@ OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 
 @cache
 def tiny_corpus(n_tickets: int = 60, n_labeled_queries: int = 30, n_enduser_queries: int = 4, pairs_per_query: int = 3,
-                seed: int = 0):
-    """A small synthetic corpus and its tokens, made once per process for each size (read-only: tests share it)."""
+                seed: int = 0, n_lay_queries: int = 0):
+    """A small synthetic corpus and its tokens, made once per process for each size (read-only: tests share it); a lay
+    split only when a test asks for one."""
     corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=n_labeled_queries, pairs_per_query=pairs_per_query,
-                                      n_enduser_queries=n_enduser_queries), seed=seed)
+                                      n_enduser_queries=n_enduser_queries, n_lay_queries=n_lay_queries), seed=seed)
     return corpus, tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
 
 

@@ -23,7 +23,7 @@ def data(tmp_path_factory):
     """A tiny synthetic corpus with its lay split, a source order on every candidate and threadless tickets among the rest."""
     from test_tune import make_params
 
-    corpus, tokens = tiny_corpus(n_tickets=60, n_labeled_queries=30, n_enduser_queries=4)
+    corpus, tokens = tiny_corpus(n_tickets=60, n_labeled_queries=30, n_enduser_queries=4, n_lay_queries=20)
     pairs = corpus.pairs.with_columns(source_rank=pl.int_range(pl.len()).over("query_id").cast(pl.Int32))
     threadless = tokens.tickets["ticket_id"][:5].to_list()
     tokens = type(tokens)(tokens.tickets.with_columns(
