@@ -81,7 +81,7 @@ def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subpr
 
 def small_params(params: dict) -> dict:
     """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
-    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
+    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
     params["embedding"]["word2vec"]["epochs"] = 2
     params["embedding"]["char_blstm"]["epochs"] = 2
     params["topics"].update(n_topics=8, heldout=10)
