@@ -159,3 +159,16 @@ def test_select_scores_each_configuration_under_every_shift_beside_cv(data):
     report = {"dataset": "tiny", "queries": 0, "folds": 3, "cv_seeds": [0], "seeds": [0], "epochs": 1, "compared": 2,
               "configurations": results, "tests": [], "judgement": judgement}
     assert "| tiny |" in selection_report.markdown(report) and "later-year MAP" in selection_report.markdown(report)
+
+
+def test_a_row_reports_its_lay_and_later_year_figures_beside_dev(data, tmp_path):
+    from dataclasses import replace
+
+    from ticketsim.config import DatasetConfig
+    from ticketsim.training.rows import Row, train_row
+
+    threaded = replace(data, params=replace(data.params, datasets={"tiny": DatasetConfig("tiny", "semeval2016", "unused")}))
+    with torch_threads(1):
+        done = train_row(threaded, Row("x", ORDER_ONLY, "tiny", tmp_path / "x", tmp_path / "plots"))
+    assert set(done.figures) == {"dev", LAY, "dev-later-year", "lay-later-year", "training"}
+    assert done.figures["dev-later-year"]["rerank"]["map"] != done.figures["dev"]["rerank"]["map"]   # R withheld
