@@ -9,10 +9,12 @@ Usage (pack here, run on the GPU machine, merge here):
 pack: the dataset's prepared corpus and tokens (stage prepare's outputs) and params, pickled (a few MB). run: where
 only torch, transformers, sentence-transformers, numpy and the carried polars, bm25s and ir_measures are installed:
 channel S of every component from MODEL_FOLDER on `sentence.device` (seconds on a GPU, an hour on 2 loaded cores), the
-inputs `ticketsim select` builds (training.variant.prepare on the train + dev pairs; no word vectors: these rows weigh
-no h), F starting from MODEL_FOLDER (a float16 copy, benchmarks/half_weights.py, is cast back to float32), then for
+inputs `ticketsim select` builds (training.variant.prepare on the train, dev and lay pairs; no word vectors: these rows
+weigh no h), F starting from MODEL_FOLDER (a float16 copy, benchmarks/half_weights.py, is cast back to float32), then for
 each seed until --budget seconds have passed `ticketsim select`'s report (training.selection_report.select: every
-configuration cross-validated and trained on train + dev, BM25 and S's zero-shot row beside them) in FOLDER/seed<N>.json.
+configuration cross-validated, and trained on train + dev and scored on the lay split, BM25 and S's zero-shot row beside
+them, the judgement against siamese.unlabelled) in FOLDER/seed<N>.json. SemEval's cross-part shift is not run here (pack
+carries no train parts); its later-year view is.
 """
 import argparse
 import json
@@ -27,9 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import torch  # noqa: E402
 
 from ticketsim.config import load_params, stage_paths  # noqa: E402
-from ticketsim.data.tables import Corpus  # noqa: E402
+from ticketsim.data.tables import LAY, Corpus  # noqa: E402
 from ticketsim.text.tokenize import Tokens  # noqa: E402
 from ticketsim.training.selection_report import markdown, select  # noqa: E402
+from ticketsim.training.shift import shifts_of  # noqa: E402
 from ticketsim.training.variant import SEARCH_SPLITS, prepare  # noqa: E402
 
 WORD_DIM, CHAR_DIM = 300, 50      # an unused word table's width: these rows weigh no h
@@ -37,7 +40,9 @@ WORD_DIM, CHAR_DIM = 300, 50      # an unused word table's width: these rows wei
 
 def pack(args: argparse.Namespace) -> None:
     files = stage_paths("tune", args.dataset)
-    packed = {"dataset": args.dataset, "variants": args.variants, "params": load_params("params.yaml"),
+    params = load_params("params.yaml")
+    packed = {"dataset": args.dataset, "source": params.dataset(args.dataset).source, "params": params,
+              "variants": list(dict.fromkeys([*args.variants, params.siamese.unlabelled])),   # the reference, as select
               "corpus": Corpus.read(files["corpus"]), "tokens": Tokens.read(files["tokens"])}
     args.out.write_bytes(pickle.dumps(packed))
     print(f"{args.out}: {args.out.stat().st_size / 1e6:.1f} MB")
@@ -56,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"channel S: {time.perf_counter() - started:.0f} s", flush=True)
     problem = prepare(params, packed["tokens"], [s_vectors], lambda words: np.zeros((len(words), WORD_DIM + CHAR_DIM)),
                       CHAR_DIM, [params.siamese.variant(name) for name in packed["variants"]], packed["corpus"],
-                      splits=SEARCH_SPLITS)
+                      splits=(*SEARCH_SPLITS, LAY))
     if problem.start is not None and problem.start.encoder is not None:
         problem = replace(problem, start=replace(problem.start, encoder=problem.start.encoder.float()))
     print(f"torch {torch.__version__}, device {problem.start.cfg.device}, "
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> None:
             print(f"budget of {args.budget} s spent: seeds {done} done", flush=True)
             break
         seed_started = time.perf_counter()
-        report = select(problem, packed["variants"], args.folds, [seed], 1, None, True, args.resamples)
+        report = select(problem, packed["variants"], shifts_of(problem, packed["source"]), args.folds, [seed], 1, None, True,
+                        args.resamples)
         report |= {"dataset": packed["dataset"], "seconds": round(time.perf_counter() - seed_started, 1)}
         (args.out / f"seed{seed}.json").write_text(json.dumps(report, indent=2) + "\n")
         print(markdown(report), flush=True)

@@ -399,13 +399,16 @@ def main(argv: list[str] | None = None) -> int:
     tune.add_argument("--metrics", help="default: the tune stage's, metrics/<dataset>/tune.json")
     tune.add_argument("--plots", help="default: the tune stage's, plots/<dataset>/tune")
     tune.set_defaults(run=tune_command)
-    select = commands.add_parser("select", help="configurations by k-fold CV over queries and paired tests (train + dev only)",
-                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP, "
-                                             "and paired tests over queries (docs/tuning.md)")
+    select = commands.add_parser("select", help="configurations by k-fold CV over queries, under shift, paired tests, the "
+                                                "choice of siamese.final (trained and chosen on train + dev only)",
+                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP and "
+                                             "the MAP under each shift (lay split, later year, cross-part), paired tests "
+                                             "over queries and the choice against siamese.unlabelled (docs/tuning.md)")
     select.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
     select.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
     select.add_argument("--variants", nargs="+",
-                        help="names in siamese.variants or siamese.finetuned; the first is the reference")
+                        help="names in siamese.variants or siamese.finetuned; the first is the one the paired tests "
+                             "compare the others with (siamese.unlabelled, the reference of the choice, is added)")
     select.add_argument("--folds", type=int, default=5)
     select.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
     select.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all; 0: no "

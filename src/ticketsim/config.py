@@ -35,6 +35,7 @@ class SyntheticConfig:
     n_labeled_queries: int = 150
     pairs_per_query: int = 3
     n_enduser_queries: int = 200
+    n_lay_queries: int = 50         # labelled queries in words no train/dev query uses: split "lay", scored only
     split: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.3})
 
 

@@ -264,6 +264,11 @@ class TrainedVariant:
         self.model.eval()
         return predict_all(pair_predictor(self.model, self.inputs, self.pairs, self.metric), self.pairs.height)
 
+    def scores_on(self, data: Prepared) -> np.ndarray:
+        """g of every pair of `data`, in eval mode: other pairs, or the same ones seen otherwise (training.shift's
+        views), read through the model's own words and the cached channels at `data`'s scales."""
+        return replace(self, inputs=variant_inputs(data, self.variant, self.inputs.words), pairs=data.pairs).pair_scores()
+
     def pool_scores(self) -> ScoreMatrix:
         return ScoreMatrix(self.inputs.queries.ids, self.inputs.tickets.ids, pool_values(self.model, self.inputs, self.metric))
 
@@ -271,6 +276,14 @@ class TrainedVariant:
         """The model's folder (ticketsim.model.saved): weights, F's encoder, the scales and words the bundle needs."""
         save_model(self.model, self.variant, folder)
         write_inputs(folder, self.scales, self.inputs.words)
+
+
+def variant_inputs(data: Prepared, variant: VariantConfig, words: Sequence[str] | None = None) -> Inputs:
+    """What the variant reads of `data`, the cached channels it weighs among them; `words`: build_inputs'."""
+    metric = metric_of(variant)
+    cached = reads(metric)
+    return build_inputs(data.tokens, [v for v in data.channels if v.channel in cached], metric, data.siamese.max_tokens,
+                        data.params.bm25, data.corpus, words)
 
 
 def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int | None = None, epochs: int | None = None,
@@ -281,10 +294,8 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
     folder to resume from and save to; on_epoch(phase, epoch, scores): after each epoch, `scores()` giving g of every
     pair from the model as it stands (the tuner's pruning reads it)."""
     siamese = replace(data.siamese, hidden=hidden or variant.hidden or data.siamese.hidden)
-    metric = metric_of(variant)
-    cached = reads(metric)
-    inputs = build_inputs(data.tokens, [v for v in data.channels if v.channel in cached], metric, siamese.max_tokens,
-                          data.params.bm25, data.corpus)
+    cached = reads(metric_of(variant))
+    inputs = variant_inputs(data, variant)
     torch.manual_seed(seed)
     model = build_model(siamese, data.word_table, data.char_dim, variant, data.start)
     trained = TrainedVariant(variant, model, inputs, data.pairs, {c: s for c, s in data.scales.items() if c in cached}, {})
