@@ -26,7 +26,6 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.config import load_params, stage_paths
-from ticketsim.data.semeval import train_parts
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
@@ -309,6 +308,9 @@ def command(args: argparse.Namespace) -> None:
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
     problem = prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels,
                             [every[name] for name in variants], splits=(*SEARCH_SPLITS, LAY), also=cached)
+    if dataset.source in THREADED:
+        from ticketsim.data.semeval import train_parts     # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
+
     shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {})
     cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
     report = select(problem, variants, shifts, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
