@@ -34,17 +34,18 @@ def pool_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_
     """g of every query (rows) against every ticket (columns) of the pool (channels computed once per text, in eval mode)."""
     needs_q, needs_t = metric.needs()
     values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
-                        side_channels(model, inputs.tickets, needs_t, batch_size), model.metric(metric), pool=True,
+                        side_channels(model, inputs.tickets, needs_t, batch_size, tickets=True), model.metric(metric), pool=True,
                         pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
     return values.numpy()
 
 
 @torch.no_grad()
-def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]],
-                  batch_size: int = 256) -> dict[str, dict[str, torch.Tensor]]:
-    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64."""
+def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]], batch_size: int = 256,
+                  tickets: bool = False) -> dict[str, dict[str, torch.Tensor]]:
+    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64;
+    `tickets`: `side` is the ticket side (a two-tower branch encodes it with its ticket tower)."""
     was_training = model.training
     model.eval()
-    parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
+    parts = [model.channels(side.take(rows, needs), tickets) for rows in torch.arange(len(side.ids)).split(batch_size)]
     model.train(was_training)
     return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}
