@@ -346,8 +346,9 @@ class GateConfig:
 class RetrainConfig:
     """`ticketsim retrain`: the DVC stages to reproduce (with what they depend on) and the dataset they train on."""
 
-    targets: tuple[str, ...] = ("register@default",)
+    targets: tuple[str, ...] = ("register@default",)   # the full road (--full): both towers trained, the index rebuilt
     dataset: str = "default"
+    query_tower: str = "Fq+L"   # the default road: a champion with F retrains as this siamese.finetuned row's query tower
 
 
 @dataclass(frozen=True)

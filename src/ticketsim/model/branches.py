@@ -27,7 +27,7 @@ from ticketsim.config import (
     SentenceConfig,
 )
 from ticketsim.device import inference_precision, resolve_device, training_precision
-from ticketsim.model.metric import MetricConfig
+from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +78,16 @@ BRANCHES = {
     "A": Branch("S", "S", lambda start, own: Adapter(start.dim)),
 }
 STARTED = frozenset(c for c, b in BRANCHES.items() if b.build)    # the channels a BranchStart builds
+TOWERS = ("F", "Fq")    # channels whose query side a retrain may train alone, as Fq (docs/retraining.md#two-roads)
+
+
+def query_tower_refusal(weighed: set[str]) -> str | None:
+    """Why a variant weighing these channels cannot have its query side retrained alone, None when it can: every other
+    channel with vectors would be trained or built again on both sides (A, h) or needs its own cache (E, T, S)."""
+    if not weighed & set(TOWERS):
+        return "it weighs no channel F"
+    others = weighed - set(TOWERS) - set(PAIR_CHANNELS)
+    return f"it also weighs {', '.join(sorted(others))}, which a query tower does not keep" if others else None
 
 
 class TransformerBranch(nn.Module):
@@ -100,6 +110,7 @@ class TransformerBranch(nn.Module):
         self.frozen_layers = frozen_layers
         transformer = self.model[0].auto_model
         frozen = [transformer.embeddings, *transformer.encoder.layer[:frozen_layers]] if frozen_layers else []
+        self.model.requires_grad_(True)     # the rest trains, whatever a copied model's flags were (a frozen ticket tower's)
         for module in frozen:
             module.requires_grad_(False)
 
