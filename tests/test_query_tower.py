@@ -1,17 +1,24 @@
 """Channel Fq, the query tower (model/branches.py): only the query side trains, the ticket side stays the encoder it
 started from, so the index's ticket vectors hold; its model folder keeps both towers."""
+import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from search_bundle import make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, setup  # noqa: F401 - encoder_folder: the module's fixture
 
+import ticketsim.lifecycle.retrain as retrain_module
 from ticketsim.bundle.loader import Scorer
+from ticketsim.bundle.manifest import MANIFEST
 from ticketsim.channels.sentence import load_encoder
 from ticketsim.config import DatasetConfig, EncoderConfig, Params, SiameseParams, SyntheticConfig, VariantConfig
+from ticketsim.lifecycle.registry import ModelVersion
+from ticketsim.lifecycle.retrain import retrain
 from ticketsim.model.branches import query_tower_refusal
 from ticketsim.model.saved import ENCODER, TICKET_ENCODER, load_model, save_model
 from ticketsim.model.scores import side_channels
@@ -23,6 +30,7 @@ from ticketsim.training.variant import fit_variant
 
 FQ = replace(F_ONLY, channels={"Fq": 1.0}, train={**F_ONLY.train, "epochs": 2})
 NEEDS_Q, NEEDS_T = {"Fq": ("sub+desc",)}, {"Fq": ("sub+desc+sol",)}
+REPO = Path(__file__).resolve().parents[1]
 PARTS = SyntheticConfig(n_tickets=80, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=10)   # train_parts' corpus
 
 
@@ -71,6 +79,7 @@ def rankings(bundle: Path, index: Path, queries) -> list[tuple[str, ...]]:
     return [tuple(hit.ticket_id for hit in answer.hits) for answer in answers]
 
 
+@pytest.mark.slow    # the champion's parts and index: a minute and a half on 2 busy cores, the road itself under one
 def test_the_query_tower_road_keeps_the_index_vectors_byte_for_byte_and_changes_the_ranking(champion, tmp_path):
     bundle, index, parts = champion
     trained = retrain_query_tower(road_params(), bundle, index, tmp_path)
@@ -83,6 +92,7 @@ def test_the_query_tower_road_keeps_the_index_vectors_byte_for_byte_and_changes_
         rankings(trained.bundle, index, queries)
 
 
+@pytest.mark.slow
 def test_an_index_folded_by_another_ticket_side_is_never_reused(champion, tmp_path):
     bundle, index, parts = champion
     other = make_bundle(tmp_path / "other", parts, "FL", seed=1)     # another ticket encoder
@@ -90,3 +100,34 @@ def test_an_index_folded_by_another_ticket_side_is_never_reused(champion, tmp_pa
         reuse_index(index, Scorer.load(other), other, tmp_path / "index")
     assert query_tower_refusal({"A", "L"}) == "it weighs no channel F"
     assert "A" in query_tower_refusal({"F", "A", "L"}) and query_tower_refusal({"F", "L", "R"}) is None
+
+
+def test_retrain_takes_the_query_tower_road_for_a_champion_with_f_and_the_full_road_otherwise(monkeypatch, tmp_path):
+    """The road chosen, with the registry and DVC stood in for: --full (no query road), no champion or one without F
+    run `dvc repro` of retrain.targets, which rebuilds the index (register's deps hold the index stage's folder);
+    a champion with F goes to the query road with its bundle and index, and nothing is reproduced or pushed."""
+    calls, roads = [], []
+    monkeypatch.setattr(retrain_module, "check_reachable", lambda cfg: None)
+    monkeypatch.setattr(retrain_module, "dvc_remote", lambda: "local")
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: calls.append(args[0]))
+    monkeypatch.setattr(retrain_module, "run_gate", lambda params: SimpleNamespace(promoted=True))
+    bundles = {}
+    for name, channels in (("F+L", {"F": 1.0, "L": 0.5}), ("A+L", {"A": 1.0, "L": 0.5})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / MANIFEST).write_text(json.dumps({"variant": {"channels": channels}}))
+        bundles[name] = SimpleNamespace(bundle=str(tmp_path / name), index=str(tmp_path / "index"))
+    monkeypatch.setattr(retrain_module, "load_version", lambda cfg, version, scratch, why: bundles[version.version])
+    road = lambda params, bundle, index: roads.append((bundle.name, index.name))  # noqa: E731
+    params = road_params()
+    for champion, query_road, expected_calls, expected_roads in (
+            ("F+L", None, ["pull", "repro", "push"], []),        # --full
+            (None, road, ["pull", "repro", "push"], []),          # no champion yet
+            ("A+L", road, ["pull", "repro", "push"], []),         # no query tower
+            ("F+L", road, ["pull"], [("F+L", "index")])):
+        calls.clear(), roads.clear()
+        version = ModelVersion("m", champion, "run", {}, {}) if champion else None
+        monkeypatch.setattr(retrain_module, "version_by_alias", lambda cfg, model, alias, v=version: v)
+        retrain(params, query_road)
+        assert (calls, roads) == (expected_calls, expected_roads), champion
+    register = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["register"]["do"]
+    assert "models/${key}/index" in register["deps"] and params.retrain.targets == ("register@default",)
