@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.config import GateRule, Params
@@ -137,8 +138,7 @@ def took_query_road(params: Params, query_road: QueryRoad) -> bool:
     champion = version_by_alias(cfg, model, CHAMPION)
     with tempfile.TemporaryDirectory(prefix="ticketsim-retrain-") as scratch:
         loaded = load_version(cfg, champion, Path(scratch), "to retrain its query tower") if champion else None
-        channels = bundle_manifest(Path(loaded.bundle))["variant"]["channels"] if loaded else {}
-        refusal = query_tower_refusal({c for c, w in channels.items() if w}) if loaded else "there is no champion yet"
+        refusal = road_refusal(loaded)
         if refusal:
             print(f"==> the full road: {model} has no query tower to retrain alone ({refusal})", flush=True)
             return False
@@ -146,6 +146,16 @@ def took_query_road(params: Params, query_road: QueryRoad) -> bool:
               "kept", flush=True)
         query_road(params, Path(loaded.bundle), Path(loaded.index))
     return True
+
+
+def road_refusal(champion: Any) -> str | None:
+    """Why the champion's python model (None: there is none) has no query tower to retrain alone; None when it has."""
+    if champion is None:
+        return "there is no champion yet"
+    if not getattr(champion, "index", None):   # a stand-in's model, or a version registered before the index
+        return "its model has no bundle and search index"
+    channels = bundle_manifest(Path(champion.bundle))["variant"]["channels"]
+    return query_tower_refusal({c for c, w in channels.items() if w})
 
 
 def dvc(*args: str) -> None:
