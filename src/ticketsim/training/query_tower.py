@@ -18,23 +18,23 @@ from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.config import EncoderConfig, Params, VariantConfig, build
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import IntakeReport
-from ticketsim.evaluate.calibrate import CALIBRATOR
+from ticketsim.evaluate.calibrate import CALIBRATOR, fit_calibrator
+from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import TOWERS, BranchStart, QueryTower, query_tower_refusal
 from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.search.index import reuse_index
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.training.rows import evaluated
 from ticketsim.training.variant import Prepared, train_variant
 
 @dataclass(frozen=True)
 class QueryTowerModel:
-    """A query-tower retrain's output: the new bundle, the index it reuses, the row's figures on every split."""
+    """A query-tower retrain's output: the new bundle, the index it reuses, its figures on the dev (and test) pairs."""
 
     variant: VariantConfig
     bundle: Path
     index: Path
-    results: dict           # split -> protocol -> measure, as a row's (training.rows.evaluated)
+    results: dict           # split -> rerank and similarity -> measure, on the labelled pairs (no retrieve pool)
 
 
 def query_tower_variant(scorer: Scorer, row: VariantConfig) -> VariantConfig:
@@ -73,8 +73,10 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     model = out / "model"
     model.mkdir(parents=True, exist_ok=True)
     trained.save(model)
-    method = f"#{params.retrain.query_tower}"
-    calibrator, results = evaluated(trained, params, method, model / "reliability.png", params.retrain.dataset)
+    # Pairs only: the retrieve protocol's pool would encode every ticket, what this road is for not doing (the gate
+    # scores both versions on the same pairs, retrieve included: lifecycle.gate_pairs).
+    scores, train = trained.pair_scores(), (corpus.pairs["split"] == "train").to_numpy()
+    calibrator = fit_calibrator(scores[train], corpus.pairs["label"].to_numpy()[train])
     calibrator.save(model / CALIBRATOR)
     sources = {**{k: bundle / FILES[k] for k in ("word2vec", "char_blstm", "docnade")}, "weights": model / WEIGHTS,
                "calibrator": model / CALIBRATOR, **{k: model / name for k, name in OPTIONAL.items()}}
@@ -82,4 +84,4 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
                        siamese=replace(params.siamese, max_tokens=scorer.max_tokens, encoder=encoder), sources=sources,
                        sentence=scorer.sentence, bm25=scorer.bm25)
     reuse_index(index, Scorer.load(new), new, out / "index")
-    return QueryTowerModel(variant, new, out / "index", results[method])
+    return QueryTowerModel(variant, new, out / "index", evaluate_method(corpus.pairs, scores, None, params.evaluation, calibrator))
