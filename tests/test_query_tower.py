@@ -28,7 +28,7 @@ from ticketsim.search.searcher import Searcher
 from ticketsim.training.query_tower import retrain_query_tower
 from ticketsim.training.variant import fit_variant
 
-FQ = replace(F_ONLY, channels={"Fq": 1.0}, train={**F_ONLY.train, "epochs": 2})
+FQ = replace(F_ONLY, channels={"Fq": 1.0}, train={**F_ONLY.train, "epochs": 1})
 NEEDS_Q, NEEDS_T = {"Fq": ("sub+desc",)}, {"Fq": ("sub+desc+sol",)}
 REPO = Path(__file__).resolve().parents[1]
 PARTS = SyntheticConfig(n_tickets=80, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=10)   # train_parts' corpus
