@@ -13,12 +13,23 @@ from search_bundle import make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, setup  # noqa: F401 - encoder_folder: the module's fixture
 
 import ticketsim.lifecycle.retrain as retrain_module
+from ticketsim.app.pyfunc import log_bundle
+from ticketsim.app.retrain_road import register_query_tower
 from ticketsim.bundle.loader import Scorer
 from ticketsim.bundle.manifest import MANIFEST
 from ticketsim.channels.sentence import load_encoder
-from ticketsim.config import DatasetConfig, EncoderConfig, Params, SiameseParams, SyntheticConfig, VariantConfig
-from ticketsim.lifecycle.registry import ModelVersion
+from ticketsim.config import (
+    DatasetConfig,
+    EncoderConfig,
+    Params,
+    SiameseParams,
+    SyntheticConfig,
+    TrackingConfig,
+    VariantConfig,
+)
+from ticketsim.lifecycle.registry import ModelVersion, load_version, promote
 from ticketsim.lifecycle.retrain import retrain
+from ticketsim.lifecycle.tracking import stage_run
 from ticketsim.model.branches import query_tower_refusal
 from ticketsim.model.saved import ENCODER, TICKET_ENCODER, load_model, save_model
 from ticketsim.model.scores import side_channels
@@ -131,3 +142,25 @@ def test_retrain_takes_the_query_tower_road_for_a_champion_with_f_and_the_full_r
         assert (calls, roads) == (expected_calls, expected_roads), champion
     register = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["register"]["do"]
     assert "models/${key}/index" in register["deps"] and params.retrain.targets == ("register@default",)
+
+
+@pytest.mark.slow    # two models registered, loaded and scored by the gate: minutes on 2 busy cores
+def test_ticketsim_retrain_registers_the_query_tower_on_the_champions_index_and_gates_it(champion, tmp_path, monkeypatch,
+                                                                                          capsys):
+    """The default road end to end against a real MLflow registry (DVC stood in for: nothing of it runs on this road):
+    the champion's bundle and index are fetched, its query tower trained, the new version registered with an index
+    whose vectors are the champion's bytes, and gated against the champion."""
+    bundle, index, _ = champion
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(retrain_module, "dvc_remote", lambda: None)
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query road"))
+    params = replace(road_params(), tracking=TrackingConfig(f"sqlite:///{tmp_path / 'mlflow.db'}", "t", str(tmp_path / "art")))
+    name = params.siamese.registered_name("default")
+    with stage_run(params.tracking, "register", "default"):
+        promote(params.tracking, name, log_bundle(str(bundle), name, str(index)))
+    outcome = retrain(params, register_query_tower)
+    assert outcome.candidate.version == "2" and outcome.result is not None, outcome.markdown
+    assert "==> the query-tower road" in capsys.readouterr().out
+    new = load_version(params.tracking, outcome.candidate, tmp_path / "v2", "in the test")
+    assert (Path(new.index) / VECTORS).read_bytes() == (index / VECTORS).read_bytes()
+    assert Scorer.load(new.bundle).variant.weighed == {"Fq", "L"}

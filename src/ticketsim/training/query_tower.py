@@ -27,6 +27,7 @@ from ticketsim.search.index import reuse_index
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.variant import Prepared, train_variant
 
+
 @dataclass(frozen=True)
 class QueryTowerModel:
     """A query-tower retrain's output: the new bundle, the index it reuses, its figures on the dev (and test) pairs."""
