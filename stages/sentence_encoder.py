@@ -4,7 +4,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ticketsim.channels.projection import fault_types, projection_plot
-from ticketsim.channels.sentence import EncoderError, sentence_channel
+from ticketsim.channels.ray_encode import ray_encoding
+from ticketsim.channels.sentence import EncoderError, encode_local, sentence_channel
+from ticketsim.config import ConfigError
 from ticketsim.data.tables import Corpus
 from ticketsim.stage import Stage
 
@@ -18,8 +20,9 @@ def main() -> None:
     with stage.run({"sentence": params.sentence}):
         corpus = Corpus.read(args.corpus)
         try:
-            vectors, report = sentence_channel(corpus, params.sentence)
-        except EncoderError as error:
+            encode = ray_encoding(params.sentence) if params.encode.engine == "ray" else encode_local
+            vectors, report = sentence_channel(corpus, params.sentence, encode=encode)
+        except (EncoderError, ConfigError) as error:
             sys.exit(f"sentence_encoder@{stage.dataset}: {error}")
         vectors.save(args.out)
         stage.metrics({key: value for key, value in asdict(report).items() if key not in ("model", "folder")})

@@ -30,10 +30,11 @@ OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 
 @cache
 def tiny_corpus(n_tickets: int = 60, n_labeled_queries: int = 30, n_enduser_queries: int = 4, pairs_per_query: int = 3,
-                seed: int = 0):
-    """A small synthetic corpus and its tokens, made once per process for each size (read-only: tests share it)."""
+                seed: int = 0, n_lay_queries: int = 0):
+    """A small synthetic corpus and its tokens, made once per process for each size (read-only: tests share it); a lay
+    split only when a test asks for one."""
     corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=n_labeled_queries, pairs_per_query=pairs_per_query,
-                                      n_enduser_queries=n_enduser_queries), seed=seed)
+                                      n_enduser_queries=n_enduser_queries, n_lay_queries=n_lay_queries), seed=seed)
     return corpus, tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
 
 
@@ -80,7 +81,7 @@ def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subpr
 
 def small_params(params: dict) -> dict:
     """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
-    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8)
+    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
     params["embedding"]["word2vec"]["epochs"] = 2
     params["embedding"]["char_blstm"]["epochs"] = 2
     params["topics"].update(n_topics=8, heldout=10)

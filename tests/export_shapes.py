@@ -84,7 +84,7 @@ SHAPES: dict[str, tuple[str, Callable[[list[dict]], object]]] = {
 
 def synthetic_tickets(n_tickets: int, seed: int = 13) -> list[dict]:
     """n synthetic tickets (the generator's first n of at least two: it needs two to draw classes from)."""
-    config = SyntheticConfig(n_tickets=max(n_tickets, 2), n_labeled_queries=1, n_enduser_queries=0)
+    config = SyntheticConfig(n_tickets=max(n_tickets, 2), n_labeled_queries=1, n_enduser_queries=0, n_lay_queries=0)
     return generate(config, seed).tickets.head(n_tickets).select("subject", "description", "solution").to_dicts()
 
 

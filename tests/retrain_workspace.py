@@ -35,7 +35,8 @@ STANDIN = "standin"     # the stand-in for the Siamese stage (tests/retrain_stan
 @dataclass(frozen=True)
 class Deal:
     """The generator's settings and how its labelled queries are dealt: to the folder at first, then in two batches."""
-    synthetic: SyntheticConfig = SyntheticConfig(n_tickets=120, n_labeled_queries=100, n_enduser_queries=8)
+    synthetic: SyntheticConfig = SyntheticConfig(n_tickets=120, n_labeled_queries=100, n_enduser_queries=8,
+                                                          n_lay_queries=0)
     initial: int = 40
     good: int = 30
     shuffled: int = 30

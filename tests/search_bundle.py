@@ -62,7 +62,8 @@ class Parts:
 
 
 def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int = 10) -> Parts:
-    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=n_enduser),
+    corpus = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=10, pairs_per_query=3, n_enduser_queries=n_enduser,
+                                      n_lay_queries=0),
                       seed)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
     word2vec, _ = train_word2vec(corpus_sentences(tokens), Word2VecConfig(dim=16, epochs=1, min_count=1), seed)

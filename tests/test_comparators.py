@@ -39,7 +39,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def corpus():
-    corpus = generate(SyntheticConfig(n_tickets=30, n_labeled_queries=12, pairs_per_query=3, n_enduser_queries=2), seed=0)
+    corpus = generate(SyntheticConfig(n_tickets=30, n_labeled_queries=12, pairs_per_query=3, n_enduser_queries=2, n_lay_queries=0), seed=0)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
     pairs = corpus.pairs.head(12)                    # 4 queries x 3 candidates
     words = list(tokens.vocabulary()["token"])

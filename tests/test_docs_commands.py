@@ -30,6 +30,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
     "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
+    'pip install -e ".[cluster]"': "an install: the cluster extra's ray is in the test extra too, which .ci/run installs; "
+                                   "tests/test_ray_encode.py runs a local two-worker cluster with it",
+    "RAY_ADDRESS=10.0.0.5:6379 ticketsim index build --tickets tickets.csv --index my-index":
+        "needs a Ray cluster and a trained bundle: tests/test_ray_encode.py encodes on a local two-worker cluster (the "
+        "vectors of the local path), tests/test_search_cli.py runs `index build` and its refusal without ray",
     "uv pip install --compile-bytecode -e .": "an install: .ci/run installs so",
     "dvc metrics show": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
     "cat reports/default/table5/dev.md": RUN_HERE + " (slow tier, on the bare-clone pipeline's outputs)",
@@ -84,6 +89,12 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
     "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
         "needs a running page: tests/test_feedback.py asks /api/search",
+    "python benchmarks/finetune_cv.py pack default prepared.pkl --variants Szs+L A+L F+L Fc+L":
+        "run by tests/test_finetune_cv.py (slow tier: two of the rows, on the bare-clone pipeline's files)",
+    "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv":
+        "run by tests/test_finetune_cv.py (slow tier: a tiny random encoder, 3 folds x 2 seeds)",
+    "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
+        "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files with 3 folds, 1 seed and 1 epoch",

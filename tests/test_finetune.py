@@ -143,7 +143,7 @@ def test_the_adapter_starts_as_channel_s_and_learns(encoder_folder):
 
 
 def test_mined_pairs_never_pair_a_ticket_with_itself_or_its_copy_as_a_negative():
-    corpus = generate(SyntheticConfig(n_tickets=120, n_labeled_queries=4, pairs_per_query=2, n_enduser_queries=2), 5)
+    corpus = generate(SyntheticConfig(n_tickets=120, n_labeled_queries=4, pairs_per_query=2, n_enduser_queries=2, n_lay_queries=0), 5)
     copy = corpus.tickets.head(1).with_columns(ticket_id=pl.lit("copy-of-first"))   # a repeated thread under another id
     corpus = replace(corpus, tickets=pl.concat([corpus.tickets, copy]))
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus), progress=False)

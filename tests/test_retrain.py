@@ -80,7 +80,8 @@ def test_the_real_model_learns_from_true_labels_and_unlearns_from_shuffled_ones_
     """The retraining loop's premise on the Replicated Siamese LSTM itself (channel h, the cross-level weights of #20-22):
     60 labelled queries, then 70 more with true labels (the gate must pass), then 104 more with shuffled labels (it must
     fail). The gate watches what shuffled labels break: the correlation of the calibrated scores with the gold labels."""
-    corpus = generate(SyntheticConfig(n_tickets=150, n_labeled_queries=300, pairs_per_query=6, n_enduser_queries=4), seed=13)
+    corpus = generate(SyntheticConfig(n_tickets=150, n_labeled_queries=300, pairs_per_query=6, n_enduser_queries=4,
+                                      n_lay_queries=0), seed=13)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
     train, dev = (corpus.pairs.filter(pl.col("split") == split) for split in ("train", "dev"))
     queries = train["query_id"].unique(maintain_order=True).to_list()

@@ -1,9 +1,12 @@
 """`ticketsim search`, `ticketsim index build` and `index add` on a tiny bundle: a table, JSON, a queries file, and a
 clear message with the documented exit code for every kind of bad input."""
 import json
+import sys
 
 import polars as pl
 import pytest
+import yaml
+from conftest import REPO
 from search_bundle import make_bundle
 
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
@@ -58,6 +61,20 @@ def test_bad_input_is_refused_with_a_message_and_its_exit_code(workspace, search
     assert "built with other model weights" in capsys.readouterr().err
     assert main(["search", "--model", str(tmp_path / "nowhere"), "--index", str(root / "index"), "--subject", "pump"]) == ERROR
     assert "not a model bundle (no manifest.json)" in capsys.readouterr().err
+
+
+def test_the_ray_engine_without_ray_is_one_line_naming_the_key_and_the_extra(workspace, capsys, tmp_path, monkeypatch):
+    root, where = workspace
+    params = {**yaml.safe_load((REPO / "params.yaml").read_text()), "encode": {"engine": "ray"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    pl.read_csv(root / "new.csv").head(1).with_columns(ticket_id=pl.lit("RAY1")).write_csv(tmp_path / "one.csv")
+    monkeypatch.setitem(sys.modules, "ray", None)     # `import ray` fails, as on a machine without the cluster extra
+    for command in (["build", "--model", where[1], "--index", str(tmp_path / "index"), "--tickets", str(root / "tickets.csv")],
+                    ["add", str(tmp_path / "one.csv"), *where]):
+        assert main(["index", *command, "--params", str(tmp_path / "params.yaml")]) == ERROR
+        assert capsys.readouterr().err == ('ticketsim index: encode.engine: ray needs Ray, which is not installed: '
+                                           'pip install -e ".[cluster]"\n')
+    assert not (tmp_path / "index").exists()
 
 
 def test_index_add_appends_tickets_and_refuses_known_ids(workspace, capsys):

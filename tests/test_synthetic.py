@@ -53,15 +53,58 @@ def test_sizes_schema_and_ids(small):
     assert dict(small.queries.schema) == QUERY_SCHEMA
     assert dict(small.pairs.schema) == PAIR_SCHEMA
     assert small.tickets.height == SMALL.n_tickets
-    assert small.queries.height == SMALL.n_labeled_queries + SMALL.n_enduser_queries
+    assert small.queries.height == SMALL.n_labeled_queries + SMALL.n_enduser_queries + SMALL.n_lay_queries
     assert small.tickets["ticket_id"].n_unique() == small.tickets.height
     assert small.queries["query_id"].n_unique() == small.queries.height
     assert small.tickets["ticket_id"].str.contains(r"^T\d{5}$").all()
     qids = small.queries["query_id"].to_list()
     assert sum(q.startswith("Q") for q in qids) == SMALL.n_labeled_queries
     assert sum(q.startswith("U") for q in qids) == SMALL.n_enduser_queries
+    assert sum(q.startswith("L") for q in qids) == SMALL.n_lay_queries
     assert small.pairs["source_rank"].null_count() == small.pairs.height
     assert small.pairs.select("query_id", "ticket_id").is_unique().all()
+
+
+# Words any sentence needs, whatever it says: the only ones the lay split may share with train/dev queries.
+FUNCTION_WORDS = synthetic.STOPWORDS | {"about", "after", "off", "only", "out", "since", "up", "what", "when"}
+
+
+def train_dev_query_templates() -> set[str]:
+    """Every template and word list the train/dev queries are phrased from (synthetic._query)."""
+    faults = [text for f in synthetic.FAULTS.values() for text in (f.lay_np, *f.lay, f.lay_meas)]
+    return {*(lay for _, lay, *_ in synthetic.COMPONENTS.values()), *faults, *synthetic.PLACES, *synthetic.TIMES,
+            *synthetic.VAGUE_SUBJECTS, *synthetic.CODE_MENTIONS, *synthetic.CLOSINGS}
+
+
+def lay_templates() -> set[str]:
+    return {*(t for things in synthetic.LAY_THINGS.values() for t in things),
+            *(t for troubles in synthetic.LAY_TROUBLES.values() for t in troubles), *synthetic.LAY_SUBJECTS, *synthetic.LAY_SHAPES}
+
+
+def test_the_lay_split_shares_no_template_and_no_word_with_the_train_and_dev_queries(small):
+    assert set(synthetic.LAY_THINGS) == set(synthetic.COMPONENTS) and set(synthetic.LAY_TROUBLES) == set(synthetic.FAULTS)
+    train_dev, lay = train_dev_query_templates(), lay_templates()
+    assert not train_dev & lay
+    assert not set(tokens(" ".join(train_dev))) & set(tokens(" ".join(lay))) - FUNCTION_WORDS
+    # The generated text: no lay query says anything a train/dev query says (typos and codes included).
+    texts, split = query_texts(small), dict(small.pairs.select("query_id", "split").unique().iter_rows())
+    seen = {word for q, s in split.items() if s in ("train", "dev") for word in tokens(texts[q])}
+    lay_ids = sorted(q for q, s in split.items() if s == "lay")
+    assert lay_ids == [f"L{i:03d}" for i in range(1, SMALL.n_lay_queries + 1)]
+    for q in lay_ids:
+        assert not set(tokens(texts[q])) & seen - FUNCTION_WORDS, texts[q]
+    # Labelled like the train/dev queries: the same number of candidates, a YES or REL one each, all three labels.
+    lay = small.pairs.filter(pl.col("split") == "lay")
+    assert (lay.group_by("query_id").len()["len"] == SMALL.pairs_per_query).all()
+    assert (lay.group_by("query_id").agg(pl.col("label").max())["label"] >= LABELS["REL"]).all()
+    assert set(lay["label"]) == set(LABELS.values())
+
+
+def test_lay_queries_leave_every_other_record_as_it_was(small):
+    without = generate(SyntheticConfig(**{**SMALL.__dict__, "n_lay_queries": 0}), seed=7)
+    assert without.tickets.equals(small.tickets)
+    assert without.queries.equals(small.queries.filter(~pl.col("query_id").str.starts_with("L")))
+    assert without.pairs.equals(small.pairs.filter(pl.col("split") != "lay"))
 
 
 def test_texts_not_empty(small):
@@ -153,7 +196,7 @@ def bm25_figures(corpus) -> dict[str, float]:
         return float((hits / np.arange(1, len(relevant) + 1))[relevant].sum() / max(relevant.sum(), 1))
 
     aps, random_aps, by_label = [], [], {value: [] for value in LABELS.values()}
-    for (query_id,), group in corpus.pairs.filter(pl.col("split") != "test").group_by("query_id", maintain_order=True):
+    for (query_id,), group in corpus.pairs.filter(pl.col("split").is_in(("train", "dev"))).group_by("query_id", maintain_order=True):
         scores = retriever.get_scores(tokens(queries[query_id]))
         candidate = np.array([scores[position[t]] for t in group["ticket_id"]])
         relevant = group["label"].to_numpy() >= LABELS["REL"]

@@ -36,7 +36,7 @@ VALIDATE = "ticketsim validate --csv exports/mydesk --columns servicenow --ticke
 
 def servicenow_export(folder: Path, n_tickets: int, seed: int = 13) -> Path:
     """Synthetic tickets as a ServiceNow incident list exports them (tickets.csv only: no labelled pair)."""
-    tickets = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=1, n_enduser_queries=0), seed).tickets
+    tickets = generate(SyntheticConfig(n_tickets=n_tickets, n_labeled_queries=1, n_enduser_queries=0, n_lay_queries=0), seed).tickets
     folder.mkdir(parents=True, exist_ok=True)
     tickets.select(number="ticket_id", short_description="subject", description="description", close_notes="solution",
                    work_notes=pl.lit("")).write_csv(folder / "tickets.csv")

@@ -77,7 +77,8 @@ def test_vocabulary_drops_stopwords_punctuation_numbers_and_rare_words():
 
 @pytest.fixture(scope="module")
 def synthetic_tokens():
-    corpus = generate(SyntheticConfig(n_tickets=200, n_labeled_queries=30, pairs_per_query=3, n_enduser_queries=5), seed=5)
+    corpus = generate(SyntheticConfig(n_tickets=200, n_labeled_queries=30, pairs_per_query=3, n_enduser_queries=5,
+                                      n_lay_queries=0), seed=5)
     return tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
 
 

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ticketsim.config import Params
 
 # Each command imports what it uses when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
@@ -254,7 +258,8 @@ def index_build_command(args: argparse.Namespace) -> int:
     from ticketsim.search.index import build_index, model_hash
 
     tickets = read_records(args.tickets, "tickets", args.columns)
-    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets, precision=args.precision)
+    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets, precision=args.precision,
+                        engine=workspace_params(args).encode.engine)
     index.save(args.index)
     print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index}")
     return OK
@@ -266,11 +271,19 @@ def index_add_command(args: argparse.Namespace) -> int:
 
     tickets = read_records(args.file, "tickets", args.columns, origins=True)   # a refusal names file:line
     searcher = Searcher.load(args.model, args.index)
-    added = searcher.add(tickets)
+    added = searcher.add(tickets, workspace_params(args).encode.engine)
     searcher.index.save(args.index)
     print(f"added {added} tickets to {args.index} ({len(searcher.index)} in all; BM25's statistics rebuilt). "
           "`dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
     return OK
+
+
+def workspace_params(args: argparse.Namespace) -> Params:
+    """--params, else ./params.yaml where there is one, else the defaults (a bundle served or indexed outside the repo);
+    a --params that is missing is an error."""
+    from ticketsim.config import Params, load_params
+
+    return load_params(args.params or "params.yaml") if args.params or Path("params.yaml").is_file() else Params(0, {})
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -278,12 +291,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from ticketsim.app.access import TOKEN_VARIABLE, Access
     from ticketsim.app.worker import import_heavy, run, worker_app
-    from ticketsim.config import ServeConfig, load_params
     from ticketsim.data.feedback import Journal
     from ticketsim.search.searcher import check_folders
 
-    # Without a params file (a bundle served outside the repo) the defaults apply; a --params that is missing is an error.
-    settings = load_params(args.params or "params.yaml").serve if args.params or Path("params.yaml").is_file() else ServeConfig()
+    settings = workspace_params(args).serve
     host, port, workers = args.host or settings.host, args.port or settings.port, args.workers or settings.workers
     access = Access(host, args.token or os.environ.get(TOKEN_VARIABLE) or None)
     journal = Journal(args.feedback or settings.feedback)
@@ -392,13 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     tune.add_argument("--metrics", help="default: the tune stage's, metrics/<dataset>/tune.json")
     tune.add_argument("--plots", help="default: the tune stage's, plots/<dataset>/tune")
     tune.set_defaults(run=tune_command)
-    select = commands.add_parser("select", help="configurations by k-fold CV over queries and paired tests (train + dev only)",
-                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP, "
-                                             "and paired tests over queries (docs/tuning.md)")
+    select = commands.add_parser("select", help="configurations by k-fold CV over queries, under shift, paired tests, the "
+                                                "choice of siamese.final (trained and chosen on train + dev only)",
+                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP and "
+                                             "the MAP under each shift (lay split, later year, cross-part), paired tests "
+                                             "over queries and the choice against siamese.unlabelled (docs/tuning.md)")
     select.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
     select.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
     select.add_argument("--variants", nargs="+",
-                        help="names in siamese.variants or siamese.finetuned; the first is the reference")
+                        help="names in siamese.variants or siamese.finetuned; the first is the one the paired tests "
+                             "compare the others with (siamese.unlabelled, the reference of the choice, is added)")
     select.add_argument("--folds", type=int, default=5)
     select.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
     select.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all; 0: no "
@@ -448,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
     for command in (validate, evaluate, export, add, feedback_export, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
+    for command in (build_parser, grow):
+        command.add_argument("--params", help="the params file of encode.engine (default: params.yaml when there is one)")
     for command in (validate, build_parser, grow):
         command.add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
                              "mapping .yaml (docs/helpdesk-data.md); validate: instead of the dataset's own")

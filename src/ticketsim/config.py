@@ -35,6 +35,7 @@ class SyntheticConfig:
     n_labeled_queries: int = 150
     pairs_per_query: int = 3
     n_enduser_queries: int = 200
+    n_lay_queries: int = 50         # labelled queries in words no train/dev query uses: split "lay", scored only
     split: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.3})
 
 
@@ -220,6 +221,14 @@ class SentenceConfig:
 
 
 @dataclass(frozen=True)
+class EncodeConfig:
+    """Where a knowledge base's channel S is encoded (ticketsim.channels.ray_encode; docs/scale.md). Not in `sentence`:
+    a bundle records `sentence`, and the engine is how the vectors are made, not what they are (the same either way)."""
+
+    engine: Literal["local", "ray"] = "local"   # ray: actors of the cluster ray.init() finds (RAY_ADDRESS), extra `cluster`
+
+
+@dataclass(frozen=True)
 class VariantConfig:
     """One row of Table 5 as weights of the shared metric: W (channel -> weight), V ('sub-desc' -> weight).
 
@@ -229,7 +238,9 @@ class VariantConfig:
     channels: dict[str, float]
     levels: dict[str, float]
     learn: bool = False             # W and V trained with the model (kept positive), starting at these values
-    loss: Literal["mse", "pairwise", "softmax"] = "mse"   # mse to rescaled labels (the paper) | a per-query ranking loss
+    loss: Literal["mse", "pairwise", "softmax", "contrastive"] = "mse"   # mse to rescaled labels (the paper) | a per-query
+                                    # ranking loss | contrastive: in-batch negatives, L fused after (model/losses.py)
+    rel: Literal["neither", "positive", "soft"] = "neither"   # contrastive: a REL pair is no positive | one | half of one
     selfsup: bool = False           # first train the branches on pairs mined from the tickets (siamese.selfsup)
     labels: bool = True             # then (or only) on the labelled pairs; false: no labelled pair is learnt from
     train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)
@@ -289,6 +300,14 @@ class SiameseParams:
     threads: int = 1             # torch threads per row: small matrices; a second thread on a busy 2-core box is far slower
     workers: int = 2             # rows trained side by side (processes) by the siamese stage
 
+    def __post_init__(self) -> None:
+        every = {**self.variants, **self.finetuned}
+        for key in ("final", "unlabelled"):
+            name = getattr(self, key)
+            if every.get(name) is not None and every[name].channels.get("R"):
+                raise ConfigError(f"params: siamese.{key}: {name} weighs R, the source's candidate order, which no real "
+                                  f"search has (it scores R as a constant): name a variant without R")
+
     def variant(self, name: str) -> VariantConfig:
         """A variant of siamese.variants or siamese.finetuned by name."""
         every = {**self.variants, **self.finetuned}
@@ -296,7 +315,7 @@ class SiameseParams:
             raise ConfigError(f"params: siamese: no variant {name!r} in variants or finetuned (have: {', '.join(every)})")
         return every[name]
 
-    def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup"] = "labels") -> TrainConfig:
+    def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup", "fuse"] = "labels") -> TrainConfig:
         """siamese.train with the variant's own `train` values over it (and, for phase selfsup, siamese.selfsup.train)."""
         over = {**variant.train, **(self.selfsup.train if phase == "selfsup" else {})}
         return build(TrainConfig, {**dataclasses.asdict(self.train), **over}, f"siamese.variants.train ({phase})")
@@ -472,6 +491,7 @@ class Params:
     evaluation: EvaluationConfig = EvaluationConfig()
     bm25: BM25Config = BM25Config()
     sentence: SentenceConfig = SentenceConfig()
+    encode: EncodeConfig = EncodeConfig()
     rows: dict[str, ChannelRows] = field(default_factory=dict)
     siamese: SiameseParams = SiameseParams()
     finetune: FinetuneConfig = FinetuneConfig()

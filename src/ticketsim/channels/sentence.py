@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,6 +115,11 @@ def passages(encoder: SentenceEncoder, texts: Sequence[str], overlap: int = 32) 
 
 
 # -------------------------------------------------------------------------------------------------------- encoding
+def passage_order(texts: Sequence[str]) -> list[int]:
+    """The positions of `texts` longest first, ties by text: the order encode_passages cuts into batches."""
+    return sorted(range(len(texts)), key=lambda i: (-len(texts[i]), texts[i]))
+
+
 def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: int = 32, progress: bool = True,
                     desc: str = "channel S") -> np.ndarray:
     """(len(texts), dim) float32: the encoder's vector of each passage-sized text, in batches of similar length.
@@ -123,7 +128,7 @@ def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: 
     float16 autocast (ticketsim.device), the vectors then stored as float32.
     """
     vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), texts[i]))
+    order = passage_order(texts)
     with tqdm(total=len(texts), desc=desc, unit="passage", disable=not progress) as bar, inference_precision(encoder.device):
         for begin in range(0, len(order), batch_size):
             batch = order[begin:begin + batch_size]
@@ -131,6 +136,18 @@ def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: 
                                                   convert_to_numpy=True)
             bar.update(len(batch))
     return vectors
+
+
+# How the distinct passages of encode_groups are encoded: (encoder, passages, batch_size, threads, progress) -> vectors.
+# encode_local below in this process; ticketsim.channels.ray_encode on a Ray cluster's actors (encode.engine: ray).
+PassageEncoding = Callable[[SentenceEncoder, Sequence[str], int, int, bool], np.ndarray]
+
+
+def encode_local(encoder: SentenceEncoder, texts: Sequence[str], batch_size: int = 32, threads: int = 1,
+                 progress: bool = False) -> np.ndarray:
+    """encode_passages here, on `threads` torch threads."""
+    with torch_threads(threads), torch.inference_mode():
+        return encode_passages(encoder, texts, batch_size, progress)
 
 
 def encode_texts(encoder: SentenceEncoder, texts: Sequence[str], pooling: Pooling = "first", overlap: int = 32,
@@ -148,9 +165,11 @@ class EncodeReport:
 
 
 def encode_groups(encoder: SentenceEncoder, groups: dict[str, list[str]], pooling: Pooling, overlap: int, normalize: bool,
-                  batch_size: int, threads: int, progress: bool) -> tuple[dict[str, np.ndarray], EncodeReport]:
-    """Named lists of texts -> their vectors; every distinct text is cut once and every distinct passage encoded once,
-    on `threads` torch threads (same texts, settings and threads: the same bytes, as the batches follow from the texts)."""
+                  batch_size: int, threads: int, progress: bool,
+                  encode: PassageEncoding = encode_local) -> tuple[dict[str, np.ndarray], EncodeReport]:
+    """Named lists of texts -> their vectors; every distinct text is cut once and every distinct passage encoded once
+    by `encode`, on `threads` torch threads (same texts, settings and threads: the same bytes, as the batches follow
+    from the texts)."""
     if pooling not in ("max", "mean", "first"):
         raise ValueError(f"sentence.pooling: {pooling!r} is not one of max, mean, first")
     started = time.perf_counter()
@@ -160,8 +179,7 @@ def encode_groups(encoder: SentenceEncoder, groups: dict[str, list[str]], poolin
     cut = [parts[:1] for parts in full] if pooling == "first" else full
     unique = sorted({p for parts in cut for p in parts})
     index = {p: i for i, p in enumerate(unique)}
-    with torch_threads(threads), torch.inference_mode():
-        encoded = encode_passages(encoder, unique, batch_size, progress)
+    encoded = encode(encoder, unique, batch_size, threads, progress)
     text_vectors = {text: pool(encoded[[index[p] for p in parts]], pooling, normalize) for text, parts in zip(distinct, cut)}
     zero = np.zeros(encoder.dim, dtype=np.float32)
     vectors = {name: np.array([text_vectors.get(text.strip(), zero) for text in texts], dtype=np.float32).reshape(len(texts), encoder.dim)
@@ -184,14 +202,14 @@ class SentenceReport:
 
 
 def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling = "first", overlap: int = 32,
-                     normalize: bool = True, batch_size: int = 32, threads: int = 1,
-                     progress: bool = True) -> tuple[ChannelVectors, SentenceReport]:
-    """S of every query and ticket component of a prepared corpus, on `threads` torch threads."""
+                     normalize: bool = True, batch_size: int = 32, threads: int = 1, progress: bool = True,
+                     encode: PassageEncoding = encode_local) -> tuple[ChannelVectors, SentenceReport]:
+    """S of every query and ticket component of a prepared corpus, on `threads` torch threads; `encode`: as encode_groups."""
     from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 
     groups = {f"queries/{c}": component_strings(corpus.queries, c) for c in QUERY_COMPONENTS}
     groups |= {f"tickets/{c}": component_strings(corpus.tickets, c) for c in TICKET_COMPONENTS}
-    vectors, encoded = encode_groups(encoder, groups, pooling, overlap, normalize, batch_size, threads, progress)
+    vectors, encoded = encode_groups(encoder, groups, pooling, overlap, normalize, batch_size, threads, progress, encode)
     channel = ChannelVectors(
         channel="S", query_ids=tuple(corpus.queries["query_id"]), ticket_ids=tuple(corpus.tickets["ticket_id"]),
         queries={c: vectors[f"queries/{c}"] for c in QUERY_COMPONENTS},
@@ -207,10 +225,11 @@ def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
                         quantize=cfg.quantize, threads=cfg.threads, device=cfg.device)
 
 
-def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True,
-                     encoder: SentenceEncoder | None = None) -> tuple[ChannelVectors, SentenceReport]:
+def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True, encoder: SentenceEncoder | None = None,
+                     encode: PassageEncoding = encode_local) -> tuple[ChannelVectors, SentenceReport]:
     """Channel S of a corpus as params `sentence` names it: the stage's cache and a bundle's new texts alike.
-    `encoder`: configured_encoder(cfg), when the caller keeps it loaded (a searcher encodes one query at a time)."""
+    `encoder`: configured_encoder(cfg), when the caller keeps it loaded (a searcher encodes one query at a time);
+    `encode`: as encode_groups."""
     encoder = encoder or configured_encoder(cfg)
     return sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
-                            batch_size=cfg.batch_size, threads=cfg.threads, progress=progress)
+                            batch_size=cfg.batch_size, threads=cfg.threads, progress=progress, encode=encode)

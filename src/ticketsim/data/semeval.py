@@ -73,6 +73,13 @@ def read_corpus(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
     return corpus
 
 
+def train_parts(cfg: DatasetConfig) -> dict[str, set[str]]:
+    """Each train file's original-question ids (file name -> ids): the parts a model can be trained on one of and
+    scored on another (training.shift.cross_part). An id in more than one file belongs to none."""
+    ids = {name: {org.get("ORGQ_ID") for org in parse(cfg.path(name)).iter("OrgQuestion")} - {None} for name in cfg.train}
+    return {name: own - set().union(*(other for key, other in ids.items() if key != name)) for name, own in ids.items()}
+
+
 def read_xml(path: Path, split: str, gold: Gold | None, report: IntakeReport):
     """Rows of tickets, queries and pairs of one XML file, each with its origin 'file:line'."""
     root = parse(path)

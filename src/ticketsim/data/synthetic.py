@@ -14,7 +14,9 @@ Labels of a query about class (component C, fault F) against a ticket of class (
     NO  (1)  everything else. Labelled NO candidates are mostly hard: the same fault type on an unrelated component,
              or the tickets sharing the most words with the query text.
 End-user queries (split "test") list every YES ticket and the REL tickets of the same component; the rest of the
-pool counts as not relevant.
+pool counts as not relevant. Lay queries (split "lay") are labelled like the train/dev queries but phrased from their
+own word lists and sentence shapes (LAY_*), which no train/dev query uses: a shift to score a model under, never to
+train or choose on.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ticketsim.config import SyntheticConfig
-from ticketsim.data.tables import LABELS, PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform, stable_split
+from ticketsim.data.tables import LABELS, LAY, PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus, conform, stable_split
 
 # --------------------------------------------------------------------------------------------------------------------
 # Taxonomy. Strings with "|" are alternatives; "role=a|b; role=c" lists spare parts by the role steps refer to.
@@ -400,6 +402,55 @@ FILLER = frozenset(re.findall(r"\w+", " ".join(PLACES + TIMES + VAGUE_SUBJECTS +
 STOPWORDS = frozenset("a an the and or of to in on at for with is are was were it its by from as be this that our we "
                       "i you he she they has have had not no".split())
 
+# The lay split (split "lay"): queries as people outside maintenance write them, in words and sentence shapes that no
+# train/dev query template above uses (tests/test_synthetic.py checks it), so a model chosen on train/dev queries meets
+# them as a later user would. Written once and never tuned against: changing them to suit a model defeats the split.
+LAY_THINGS = {   # component -> what someone who does not know its name calls it
+    "gas_turbine": ("the jet spinner", "the giant whirling thing that burns fuel"),
+    "steam_turbine": ("the spinner driven by vapour", "the whirling wheel the vapour pushes"),
+    "generator": ("the thing producing our electricity", "the dynamo"),
+    "gearbox": ("the housing packed with cogs", "the cog case between the shafts"),
+    "motor": ("the humming round thing that turns the shaft", "the thing that spins the shaft"),
+    "vfd": ("the gadget that decides how fast the shaft spins", "the slate-coloured cupboard that sets the rpm"),
+    "fan": ("the giant propeller", "the propeller thing"),
+    "pump": ("the thing that pushes the liquid through the pipes", "the pusher in the pipework"),
+    "control_valve": ("the automatic tap on the pipe", "the tap that opens and closes on its own"),
+    "flow_meter": ("the counter on the pipe", "the gadget counting what passes through the pipe"),
+    "compressor": ("the squeezer in the shed", "the thing that fills the receivers"),
+    "hydraulic": ("the cylinders and hoses", "the thing with the pushing cylinders"),
+    "transformer": ("the humming metal block by the fence", "the metal block with the warning sign"),
+    "switchgear": ("the wall of levers", "the lever wall in the corridor"),
+    "ups": ("the emergency supply", "the thing that takes over when the mains fails"),
+    "plc": ("the automation brain", "the logic brain in the cupboard"),
+    "remote_io": ("the row of plug-in modules", "the module strip with the blinking LEDs"),
+    "gateway": ("the translator gadget between the cables", "the little gadget joining the cables"),
+    "hmi": ("the operators' tablet", "the tablet on the wall the operators tap"),
+    "scada": ("the overview computers", "the computers in the office that watch everything"),
+    "pressure_tx": ("the little dial on the pipe", "the dial that tells how hard the pipe pushes"),
+    "temp_sensor": ("the thermo stick", "the little stick that tells the warmth"),
+    "level_sensor": ("the gadget on the vat lid", "the thing that tells how deep the vat is"),
+    "ahu": ("the ductwork", "the thing that blows fresh breeze into the offices"),
+    "chiller": ("the giant fridge", "the chilling fridge for the offices"),
+    "heat_exchanger": ("the plate stack that swaps warmth", "the swap plates"),
+}
+LAY_TROUBLES = {   # fault type -> what it does, said by someone who does not know the fault's name
+    "HEAT": ("is baking", "could fry an egg", "smells as if it is cooking", "is roasting"),
+    "LEAK": ("is weeping liquid", "has a dribble underneath", "leaves a slick behind"),
+    "VIB": ("kicks up a racket", "is banging and clattering", "hums and judders"),
+    "COMM": ("stopped answering the computers", "dropped off the radar", "went silent"),
+    "DRIFT": ("tells fibs", "gives figures nobody believes", "is telling porkies"),
+    "TRIP": ("conks out", "gives up halfway", "quits on its own"),
+    "FW": ("went haywire after the patch", "forgot everything after the patch", "is confused since the patch"),
+    "PDROP": ("scarcely pushes", "turned feeble", "only gives a trickle"),
+    "PSU": ("went dark", "has no juice", "blinks on and off"),
+    "CLOG": ("is choked with muck", "is bunged up", "is furred up"),
+    "EARTH": ("zaps people", "gave a tingle to whoever grabbed it", "flips the mains lever"),
+}
+LAY_SUBJECTS = ("about {thing}", "{thing} trouble", "question regarding {thing}", "{thing}")
+LAY_SHAPES = ("{thing} {trouble}.", "Hello, {thing} {trouble} today.", "My colleague reckons {thing} {trouble}.",
+              "{thing} {trouble} and nobody here knows why.", "Quick one: {thing} {trouble}, is that normal?",
+              "Since Monday {thing} {trouble}.", "Not sure whom to ask, but {thing} {trouble}.")
+
 
 @dataclass(frozen=True)
 class FaultClass:
@@ -429,15 +480,17 @@ def generate(cfg: SyntheticConfig, seed: int) -> Corpus:
     for t, c in enumerate(ticket_class):
         by_class.setdefault(c, []).append(t)
     queries, pairs = [], []
+
+    def labelled(query: dict[str, str], fc: FaultClass, split: str, rng: random.Random) -> None:
+        queries.append(query)
+        chosen = _labelled_candidates(fc, query, classes, by_class, postings, related, cfg.pairs_per_query, rng)
+        pairs.extend({"query_id": query["query_id"], "ticket_id": tickets[t]["ticket_id"], "label": label, "split": split}
+                     for t, label in chosen)
+
     for number in range(cfg.n_labeled_queries):
         query_id = f"Q{number + 1:04d}"
         fc = classes[rng.choice(active)]
-        query = _query(query_id, fc, vocabulary, rng)
-        queries.append(query)
-        split = stable_split(query_id, cfg.split)
-        chosen = _labelled_candidates(fc, query, classes, by_class, postings, related, cfg.pairs_per_query, rng)
-        pairs += [{"query_id": query_id, "ticket_id": tickets[t]["ticket_id"], "label": label, "split": split}
-                  for t, label in chosen]
+        labelled(_query(query_id, fc, vocabulary, rng), fc, stable_split(query_id, cfg.split), rng)
     enduser_classes = rng.sample(active, min(cfg.n_enduser_queries, len(active)))
     enduser_classes += [rng.choice(active) for _ in range(cfg.n_enduser_queries - len(enduser_classes))]
     for number, c in enumerate(enduser_classes):
@@ -448,6 +501,10 @@ def generate(cfg: SyntheticConfig, seed: int) -> Corpus:
                 for tc, members in by_class.items() if classes[tc].component == fc.component for t in members}
         pairs += [{"query_id": query_id, "ticket_id": tickets[t]["ticket_id"], "label": gold[t], "split": "test"}
                   for t in sorted(gold)]
+    lay_rng = random.Random(f"lay-{seed}")    # its own stream: adding lay queries leaves every other record as it was
+    for number in range(cfg.n_lay_queries):
+        fc = classes[lay_rng.choice(active)]
+        labelled(_lay_query(f"L{number + 1:03d}", fc, lay_rng), fc, LAY, lay_rng)
     return Corpus(
         conform(pl.DataFrame(tickets, schema={k: pl.String for k in TICKET_SCHEMA}), TICKET_SCHEMA),
         conform(pl.DataFrame(queries, schema={k: pl.String for k in QUERY_SCHEMA}), QUERY_SCHEMA),
@@ -667,6 +724,14 @@ def _query(query_id: str, fc: FaultClass, vocabulary: set[str], rng: random.Rand
     if rng.random() < 0.5:
         subject = subject.lower()
     return {"query_id": query_id, "subject": subject, "description": description}
+
+
+def _lay_query(query_id: str, fc: FaultClass, rng: random.Random) -> dict[str, str]:
+    """A query of the lay split: LAY_THINGS and LAY_TROUBLES in LAY_SHAPES; no code, no measurement, no typo."""
+    thing, trouble = rng.choice(LAY_THINGS[fc.component]), rng.choice(LAY_TROUBLES[fc.fault])
+    description = rng.choice(LAY_SHAPES).format(thing=thing, trouble=trouble)
+    return {"query_id": query_id, "subject": rng.choice(LAY_SUBJECTS).format(thing=thing),
+            "description": description[:1].upper() + description[1:]}
 
 
 # --------------------------------------------------------------------------------------------------------------------

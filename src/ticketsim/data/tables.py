@@ -13,7 +13,8 @@ QUERY_SCHEMA = {"query_id": pl.String, "subject": pl.String, "description": pl.S
 PAIR_SCHEMA = {"query_id": pl.String, "ticket_id": pl.String, "label": pl.Int8, "split": pl.String, "source_rank": pl.Int32}
 
 LABELS = {"YES": 5, "REL": 3, "NO": 1}
-SPLITS = ("train", "dev", "test")
+LAY = "lay"     # queries phrased unlike the train/dev ones (data.synthetic): only scored, a shift (training.shift)
+SPLITS = ("train", "dev", "test", LAY)
 TICKET_FIELDS = ("subject", "description", "solution")
 QUERY_FIELDS = ("subject", "description")
 

@@ -5,16 +5,17 @@ import numpy as np
 import polars as pl
 
 from ticketsim.config import EvaluationConfig
+from ticketsim.data.tables import LAY
 from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
 from ticketsim.evaluate.measures import similarity_measures
 from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
 
-EVALUATION_SPLITS = ("dev", "test")
+EVALUATION_SPLITS = ("dev", "test", LAY)     # lay: where a dataset has it (data.synthetic), a shift beside dev
 
 
 def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreMatrix | None,
                     cfg: EvaluationConfig, calibrator: Calibrator | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """{split: {"rerank": ..., "retrieve": ..., "similarity": ...}} for the dev and test splits present.
+    """{split: {"rerank": ..., "retrieve": ..., "similarity": ...}} for the evaluation splits present.
 
     `matrix` (every query against the whole ticket pool) is None for methods that only order given
     candidates; similarity is measured on scores mapped to [1, 5] by `calibrator`, by default an isotonic

@@ -137,9 +137,10 @@ def lexical_distances(tokens: Tokens, bm25: BM25Config) -> torch.Tensor:
 
 
 def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: MetricConfig, max_tokens: int,
-                 bm25: BM25Config = BM25Config(), corpus: Corpus | None = None) -> Inputs:
-    """`corpus`: the prepared texts of the tokens' rows, which channel F reads (required when the metric weighs F)."""
-    words = tuple(tokens.vocabulary()["token"])
+                 bm25: BM25Config = BM25Config(), corpus: Corpus | None = None, words: Sequence[str] | None = None) -> Inputs:
+    """`corpus`: the prepared texts of the tokens' rows, which channel F reads (required when the metric weighs F);
+    `words`: the embedding rows of a model already trained (its Inputs.words), default the tokens' vocabulary."""
+    words = tuple(tokens.vocabulary()["token"]) if words is None else tuple(words)
     index = vocabulary_index(words)
     needs_q, needs_t = metric.needs()
     lexical = lexical_distances(tokens, bm25) if metric.channels.get("L") else None

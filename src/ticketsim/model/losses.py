@@ -1,12 +1,15 @@
-"""The losses the one trainer takes (MSE, binary CE, per-query ranking) and the whole-query batches ranking needs.
+"""The losses the one trainer takes (MSE, binary CE, per-query ranking, in-batch contrastive) and the whole-query
+batches ranking needs.
 
 A loss is loss(scores, targets, groups, reduction): scores in (0, 1) and targets (labels rescaled to 0..1) of one batch,
-groups the query index of each row (None for the pointwise losses). reduction 'sum' adds one term per row, so the
-trainer's dev loss, summed over batches and divided by the rows, is the mean of the same per-row terms.
+groups the query index of each row (None for the pointwise losses). An in-batch loss (IN_BATCH) takes an InBatch
+instead of the scores: g of the batch's every query against every ticket of the batch. reduction 'sum' adds one term
+per row, so the trainer's dev loss, summed over batches and divided by the rows, is the mean of the same per-row terms.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -68,11 +71,44 @@ def pairwise(scores: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor |
     return total if reduction == "sum" else total / max(1, len(scores))
 
 
-LOSSES: dict[str, Loss] = {"mse": mse, "bce": bce, "softmax": softmax, "pairwise": pairwise}
+@dataclass(frozen=True)
+class InBatch:
+    """g of every query of a batch against every ticket of it (n_q, n_t), and each pair row's query row and ticket
+    column there (model.scores.in_batch_predictor makes it)."""
+
+    values: torch.Tensor
+    query: torch.Tensor
+    ticket: torch.Tensor
 
 
-def loss_of(name: str, **options: float) -> Loss:
-    """params.yaml's `loss: pairwise` (+ `margin`) -> the function fit takes."""
+REL_WEIGHT = {"positive": 1.0, "soft": 0.5, "neither": 0.0}    # how a REL pair counts as a positive
+
+
+def contrastive(scored: InBatch, targets: torch.Tensor, groups: torch.Tensor | None = None, reduction: str = "mean",
+                rel: str = "neither") -> torch.Tensor:
+    """In-batch negatives with hard negatives (sentence-transformers' MultipleNegativesRankingLoss): each YES pair's
+    -log softmax share, over logits log g, against every ticket of the batch not labelled relevant to its query: its
+    NO candidates and the other queries' tickets. A REL pair is no negative; `rel` says whether it is a positive too
+    (positive: like YES; soft: at half the weight; neither: left out). Sum over the positives; 'mean' divides by the rows.
+
+    Why: a per-query pairwise loss over graded labels asks REL (same equipment, other fault) to outrank NO (same fault,
+    other equipment) and learns the equipment word; here a query's answer must beat the whole batch (issue 32)."""
+    z = torch.log(scored.values.clamp(min=torch.finfo(scored.values.dtype).tiny))    # log g: minus the distance
+    target = torch.full(z.shape, -1.0).index_put((scored.query, scored.ticket), targets)   # -1: unlabelled in the batch
+    negative = target <= 0
+    weight = torch.where(target >= 1, 1.0, torch.where(target > 0, REL_WEIGHT[rel], 0.0))
+    # Not -inf where a row has no negative: logsumexp's gradient there would be nan (its term has weight 0 anyway).
+    lse_negative = torch.logsumexp(z.masked_fill(~negative, -1e4), dim=1, keepdim=True)
+    total = (weight * F.softplus(lse_negative - z))[weight > 0].sum()     # -log e^z / (e^z + sum over negatives)
+    return total if reduction == "sum" else total / max(1, len(targets))
+
+
+LOSSES: dict[str, Loss] = {"mse": mse, "bce": bce, "softmax": softmax, "pairwise": pairwise, "contrastive": contrastive}
+IN_BATCH = frozenset({"contrastive"})    # the losses that read an InBatch, not one score per pair
+
+
+def loss_of(name: str, **options: float | str) -> Loss:
+    """params.yaml's `loss: pairwise` (+ `margin`, or contrastive's `rel`) -> the function fit takes."""
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
     return partial(LOSSES[name], **options) if options else LOSSES[name]

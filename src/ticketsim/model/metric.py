@@ -62,15 +62,16 @@ def cross_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
 
 
 def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
-             pair: PairDistances | None = None) -> torch.Tensor:
-    """Weighted distance of paired rows (n,), or with pool=True of every query to every ticket (n_q, n_t)."""
+             pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
+    """Weighted distance of paired rows (n,), or with pool=True of every query to every ticket (n_q, n_t).
+    dense_only: the vector channels alone, the pair channels left out (an in-batch cell has no BM25 score)."""
     measure = cross_distance if pool else paired_distance
     total = 0.0
     for p, q, level_weight in cfg.level_pairs():
         for channel, channel_weight in cfg.channels.items():
             if channel_weight and channel not in PAIR_CHANNELS:
                 total = total + level_weight * channel_weight * measure(queries[channel][p], tickets[channel][q], cfg.distance)
-    for channel in PAIR_CHANNELS:
+    for channel in () if dense_only else PAIR_CHANNELS:
         if cfg.channels.get(channel):
             if pair is None or channel not in pair:
                 raise ValueError(f"the metric weighs pair channel {channel} but got no distances for it")
@@ -79,9 +80,9 @@ def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool =
 
 
 def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
-               pair: PairDistances | None = None) -> torch.Tensor:
+               pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
     """g in (0, 1]: 1 for identical representations."""
-    return torch.exp(-distance(queries, tickets, cfg, pool, pair))
+    return torch.exp(-distance(queries, tickets, cfg, pool, pair, dense_only))
 
 
 def metric_of(variant: VariantConfig) -> MetricConfig:

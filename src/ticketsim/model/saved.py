@@ -91,7 +91,7 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
 # both), and, for the final model trained from the tuner's weights, the variant it was trained as.
 SCALES, WORDS, VARIANT = "scales.json", "words.json", "variant.json"
 # Each training phase's resumable checkpoint (ticketsim.training.trainer.fit) in a model's folder.
-CHECKPOINTS = {"selfsup": "selfsup.pt", "labels": "checkpoint.pt"}
+CHECKPOINTS = {"selfsup": "selfsup.pt", "labels": "checkpoint.pt", "fuse": "fuse.pt"}
 
 
 def write_inputs(folder: Path, scales: dict[str, float], words: tuple[str, ...]) -> None:

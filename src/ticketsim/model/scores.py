@@ -8,6 +8,7 @@ import polars as pl
 import torch
 
 from ticketsim.model.inputs import Encoded, Inputs
+from ticketsim.model.losses import InBatch
 from ticketsim.model.metric import MetricConfig, similarity
 from ticketsim.model.siamese import SiameseLSTM
 
@@ -20,6 +21,32 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
     pair = inputs.pair_distances(metric, pairs)
     return lambda rows: model(inputs.queries.take(q_rows[rows], needs_q), inputs.tickets.take(t_rows[rows], needs_t), metric,
                               pair={c: d[rows] for c, d in pair.items()})
+
+
+def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric: MetricConfig,
+                       fixed: bool = False) -> Callable[[torch.Tensor], InBatch]:
+    """predict(rows) = g of those rows' every query against every ticket (an in-batch loss's input). Without `fixed`,
+    the vector channels alone, through the model's branches (the encoder learns: pair channels would hand it BM25's
+    shortcut); with it, every weighed channel over the branches' vectors computed once, so that only the metric's
+    weights learn (fusing L after the encoder is trained)."""
+    q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
+    needs_q, needs_t = metric.needs()
+    pair = inputs.pair_distances(metric) if fixed else {}
+    if fixed:
+        q_vectors = side_channels(model, inputs.queries, needs_q)
+        t_vectors = side_channels(model, inputs.tickets, needs_t, tickets=True)
+
+    def predict(rows: torch.Tensor) -> InBatch:
+        q, q_at = torch.unique(q_rows[rows], return_inverse=True)
+        t, t_at = torch.unique(t_rows[rows], return_inverse=True)
+        if fixed:
+            at = lambda vectors, r: {c: {k: x[r].float() for k, x in comps.items()} for c, comps in vectors.items()}  # noqa: E731
+            values = similarity(at(q_vectors, q), at(t_vectors, t), model.metric(metric), pool=True,
+                                pair={c: d[q][:, t] for c, d in pair.items()})
+        else:
+            values = model(inputs.queries.take(q, needs_q), inputs.tickets.take(t, needs_t), metric, pool=True, dense_only=True)
+        return InBatch(values, q_at, t_at)
+    return predict
 
 
 @torch.no_grad()

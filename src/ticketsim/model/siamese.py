@@ -104,6 +104,8 @@ class SiameseLSTM(nn.Module):
         return self.weights() if self.weights is not None else fixed
 
     def forward(self, queries: Side, tickets: Side, metric: MetricConfig, pool: bool = False,
-                pair: PairDistances | None = None) -> torch.Tensor:
-        """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True."""
-        return similarity(self.channels(queries), self.channels(tickets, tickets=True), self.metric(metric), pool, pair)
+                pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
+        """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True; dense_only: of
+        the vector channels alone."""
+        return similarity(self.channels(queries), self.channels(tickets, tickets=True), self.metric(metric), pool, pair,
+                          dense_only)

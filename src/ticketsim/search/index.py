@@ -24,11 +24,11 @@ import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
-from ticketsim.config import BM25Config, TopicsConfig
+from ticketsim.config import BM25Config, EncodeConfig, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
-from ticketsim.search.encode import Layout, fold_side
+from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import Block
 from ticketsim.search.reasons import ReasonTopics, standardized
 from ticketsim.search.vectors import Precision, TicketVectors
@@ -140,27 +140,46 @@ class TicketIndex:
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
-    def add(self, scorer: Scorer, tickets: pl.DataFrame) -> int:
+    def add(self, scorer: Scorer, tickets: pl.DataFrame, engine: str = EncodeConfig.engine) -> int:
         """Append tickets (TICKET_SCHEMA, ids new to the index; an `origin` column, file:line, names them in the
-        refusal); returns how many. BM25's statistics are rebuilt."""
+        refusal); returns how many. BM25's statistics are rebuilt. engine: encode.engine."""
         known = set(self.tickets["ticket_id"])
         origins = tickets[ORIGIN] if ORIGIN in tickets.columns else [None] * tickets.height
         again = [(origin, t) for origin, t in zip(origins, tickets["ticket_id"]) if t in known]
         if again:
             raise DataError([f"{origin + ': ' if origin else ''}ticket_id {t!r} is already in the index; new tickets need "
                              "new ids" for origin, t in again])
-        vectors, frame, _ = encoded_tickets(scorer, self.layout, tickets, self.topic_scale)
+        vectors, frame, _ = encoded_tickets(scorer, self.layout, tickets, self.topic_scale, engine=engine)
         self.vectors.add(vectors)
         self.tickets = pl.concat([self.tickets, frame])
         self.refresh()
         return frame.height
 
 
+def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[ChannelVectors], engine: str) -> list[ChannelVectors]:
+    """`cached`, and on encode.engine ray the tickets' S (the one slow channel) encoded on the cluster once, in one job,
+    where the variant reads S and `cached` lacks it; the other channels are encoded here, CHUNK tickets at a time."""
+    if engine != "ray":
+        return list(cached)
+    from ticketsim.channels.ray_encode import ray_encoding
+    from ticketsim.channels.sentence import sentence_channel
+    from ticketsim.model.branches import reads
+    from ticketsim.model.metric import metric_of
+
+    encode = ray_encoding(scorer.sentence)      # refuses first where ray is missing, whatever the variant reads
+    if "S" not in reads(metric_of(scorer.variant)) or any(v.channel == "S" for v in cached):
+        return list(cached)
+    return [*cached, sentence_channel(one_side(tickets, "tickets"), scorer.sentence, False, scorer.sentence_encoder, encode)[0]]
+
+
 def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
-                    cached: Sequence[ChannelVectors] = ()) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
+                    cached: Sequence[ChannelVectors] = (), engine: str = EncodeConfig.engine
+                    ) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
     """(folded vectors float32, the tickets with their parts' tokens and standardized topics, the mean and std used),
-    CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode."""
+    CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode; engine:
+    encode.engine."""
     tickets = tickets.select(list(TICKET_SCHEMA))
+    cached = engine_channels(scorer, tickets, cached, engine)
     vectors, parts, activity, topics = [], [], [], ReasonTopics.of(scorer.topics)
     for start in range(0, tickets.height, CHUNK):
         tokens, folded = fold_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
@@ -192,13 +211,15 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
 
 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),
-                coherence: float = TopicsConfig.coherence, precision: Precision = "float32") -> TicketIndex:
-    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode;
+                coherence: float = TopicsConfig.coherence, precision: Precision = "float32",
+                engine: str = EncodeConfig.engine) -> TicketIndex:
+    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode; engine:
+    where S is encoded (encode.engine);
     coherence: the NPMI a topic needs for a reason to name it (topics.coherence); precision: of the stored vectors.
     float16 halves the bytes but reorders near-ties (synthetic end-user queries: 195 of 200 top 10s in the same order,
     all 200 with the same ten tickets, docs/performance.md), so it is chosen, not the default."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     layout = Layout.of(scorer)
-    vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached)
+    vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
     return TicketIndex(bundle_hash, layout, TicketVectors.of(vectors, precision), frame, topic_scale, scorer.bm25, coherence)

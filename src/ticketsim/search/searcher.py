@@ -16,6 +16,7 @@ import polars as pl
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL
+from ticketsim.config import EncodeConfig
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
 from ticketsim.data.validate import DataError, shorten
 from ticketsim.search.encode import one_side
@@ -167,8 +168,8 @@ class Searcher:
         found = self.index.tickets.filter(pl.col("ticket_id") == ticket_id.strip()).select(list(TICKET_SCHEMA))
         return found.row(0, named=True) if found.height else None
 
-    def add(self, tickets: pl.DataFrame) -> int:
-        added = self.index.add(self.queries.scorer, tickets)
+    def add(self, tickets: pl.DataFrame, engine: str = EncodeConfig.engine) -> int:
+        added = self.index.add(self.queries.scorer, tickets, engine)
         self.topic_labels = self.labels()    # coherence is measured on the whole knowledge base, as BM25's idf
         return added
 

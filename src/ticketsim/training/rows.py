@@ -1,5 +1,6 @@
 """The Siamese network's rows of one dataset: each variant trained (training.variant.train_variant), saved, calibrated
-and evaluated from one `Prepared` dataset.
+and evaluated from one `Prepared` dataset, on the lay split too where it has one and, for a threaded source, as a later
+year's candidates come (training.shift): a row's shift figures beside its dev and test ones.
 
 What the siamese stage runs for every variant (side by side, ticketsim.side_by_side) and the final stage for the tuned
 one. A row's folder is a trained model's folder (ticketsim.model.saved names its files) with its resumable checkpoints
@@ -20,6 +21,7 @@ from ticketsim.evaluate.report import BLOCK, block_of, reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import TOWERS
 from ticketsim.model.saved import SCALES, write_variant
+from ticketsim.training.shift import THREADED, later_year_results
 from ticketsim.training.trainer import History
 from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
 
@@ -71,6 +73,8 @@ def train_row(data: Prepared, row: Row) -> Trained:
     if data.labelled:
         calibrator, results = evaluated(trained, data.params, f"#{row.name}", row.plots / f"reliability_{row.name}.png",
                                         row.dataset)
+        if data.params.dataset(row.dataset).source in THREADED:    # beside dev: as a later year's candidates come
+            results[f"#{row.name}"] |= later_year_results(trained, data)
     else:
         calibrator, results = UNCALIBRATED, {"unevaluated": f"datasets.{row.dataset} has no labelled pairs: no "
                                                             f"figure, no calibration: a search shows the raw similarity g"}
@@ -115,7 +119,9 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
                 log_metrics(dict(zip((f"{LOSS_PREFIX[phase]}train_loss", f"{LOSS_PREFIX[phase]}dev_loss"), losses)), step=epoch)
         stage.metrics(trained.results, logged=trained.figures, path=metrics)   # dev.rerank.map, ...: the same keys in every row
-    dev_map = trained.figures.get("dev", {}).get("rerank", {}).get("map")
-    reached = f"dev rerank MAP {100 * dev_map:.2f}" if dev_map is not None else "not evaluated (no labelled pairs)"
+    maps = {split: by["rerank"]["map"] for split, by in trained.figures.items() if isinstance(by, dict) and "rerank" in by}
+    reached = (f"dev rerank MAP {100 * maps['dev']:.2f}" + "".join(f", {split} {100 * value:.2f}" for split, value in maps.items()
+                                                               if split not in ("dev", "test"))
+               if "dev" in maps else "not evaluated (no labelled pairs)")
     print(f"{tag}@{stage.dataset}-{row.name}: {reached}, {trained.results['training']['seconds']} s"
           f"{f' ({progress})' if progress else ''}", flush=True)

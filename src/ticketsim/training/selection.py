@@ -17,7 +17,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
-from ticketsim.training.variant import Prepared, train_variant
+from ticketsim.training.variant import SEARCH_SPLITS, Prepared, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -46,19 +46,41 @@ def per_query(pairs: pl.DataFrame, scores: np.ndarray, depth: int) -> pl.DataFra
     return rerank_by_query(pairs.with_columns(score=pl.Series(np.asarray(scores, dtype=np.float64))), depth)
 
 
+def split_run(data: Prepared, scores: np.ndarray, *splits: str) -> pl.DataFrame:
+    """per_query of the pairs of these splits, from the scores of every pair of `data`."""
+    rows = data.pairs["split"].is_in(splits)
+    return per_query(data.pairs.filter(rows), scores[rows.to_numpy()], data.params.evaluation.depth)
+
+
 def cross_validate(data: Prepared, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
                    epochs: int | None = None) -> pl.DataFrame:
-    """per_query of every query of data.pairs exactly once, scored by the model trained without its fold, and a column
-    fold. `seed` draws the folds and seeds each model; hidden and epochs as train_variant's."""
-    folds = query_folds(data.pairs["query_id"], k, seed)
-    parts = []
+    """per_query of every train + dev query of data.pairs exactly once, scored by the model trained without its fold,
+    and a column fold. `seed` draws the folds and seeds each model; hidden and epochs as train_variant's."""
+    return cross_validate_under(data, variant, {}, k, seed, hidden, epochs)[OWN]
+
+
+OWN = "cv"      # cross_validate_under's key of the folds scored as `data` itself has them
+
+
+def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[str, Prepared], k: int = 5, seed: int = 0,
+                         hidden: int | None = None, epochs: int | None = None) -> dict[str, pl.DataFrame]:
+    """cross_validate's frame (key OWN) and, from the same k models, each held-out fold scored under each of `views`
+    (name -> the same queries seen otherwise, e.g. training.shift.later_year(data)). Only the train and dev queries are
+    folded: a shift split or the test split is never trained or chosen on."""
+    searched = data.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))
+    folds = query_folds(searched["query_id"], k, seed)
+    depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, *views)}
     for held_out in range(k):
-        pairs = fold_pairs(data.pairs, folds, held_out)
+        pairs = fold_pairs(searched, folds, held_out)
         # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
-        scores = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs).pair_scores()
+        trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
-        parts.append(per_query(pairs.filter(scored), scores[scored], data.params.evaluation.depth).with_columns(fold=pl.lit(held_out)))
-    return pl.concat(parts)
+        runs[OWN].append(per_query(pairs.filter(scored), trained.pair_scores()[scored], depth))
+        held = pairs.filter(scored)["query_id"].unique().implode()
+        for name, view in views.items():
+            seen = replace(view, pairs=view.pairs.filter(pl.col("query_id").is_in(held)))
+            runs[name].append(per_query(seen.pairs, trained.scores_on(seen), depth))
+    return {name: pl.concat([run.with_columns(fold=pl.lit(f)) for f, run in enumerate(parts)]) for name, parts in runs.items()}
 
 
 def with_folds(by_query: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:

@@ -7,6 +7,10 @@ next one early-stops, the rest train), and a model trained on train and early-st
 untrained, scored on the same queries and folds. Paired tests: every configuration against the first, and with
 --baselines every trained one against each baseline, on each query's CV AP averaged over the seeds. Seeds run side by
 side (one process per core, each with its --seeds and --out) make one report with --merge.
+
+Beside CV, each configuration's figures under the dataset's shifts (ticketsim.training.shift: the lay split, the
+later-year view of the same folds, one train part to the other), its paired tests against the reference (siamese.unlabelled,
+compared always) by CV and under each shift, and the choice by shift.choose: what siamese.final should be.
 """
 from __future__ import annotations
 
@@ -22,12 +26,25 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.config import load_params, stage_paths
+from ticketsim.data.semeval import train_parts
+from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.model.branches import reads
 from ticketsim.model.metric import metric_of
-from ticketsim.training.selection import cross_validate, fold_maps, mean_ap, paired_test, per_query, with_folds
+from ticketsim.training.selection import OWN, cross_validate_under, fold_maps, mean_ap, paired_test, split_run, with_folds
+from ticketsim.training.shift import (
+    CROSS_PART,
+    LATER_YEAR,
+    THREADED,
+    Shifts,
+    choose,
+    cross_part,
+    part_runs,
+    shifts_of,
+    verdict,
+)
 from ticketsim.training.variant import SEARCH_SPLITS, Prepared, prepare_files, train_variant
 
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
@@ -40,58 +57,89 @@ def spread(values: list[float]) -> dict | None:
             "values": [float(v) for v in values]}
 
 
-def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str, seconds: float) -> dict:
-    """CV MAP over folds x seeds, dev MAP over seeds, and each query's CV AP averaged over the seeds (for the tests)."""
+def shift_figures(runs: list[pl.DataFrame]) -> dict:
+    """One shift's MAP over its runs (one a seed), each query's AP averaged over them, and how many they are."""
+    return {"map": spread([rerank_means(run)["map"] for run in runs]), "runs": len(runs), "query_ap": json_ap(mean_ap(runs))}
+
+
+def json_ap(ap: dict[str, float]) -> dict[str, float | None]:
+    return {q: None if np.isnan(value) else value for q, value in ap.items()}   # None: JSON has no nan
+
+
+def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str, seconds: float,
+            shift_runs: dict[str, list[pl.DataFrame]] | None = None) -> dict:
+    """CV MAP over folds x seeds, dev MAP over seeds, each query's CV AP averaged over the seeds (for the tests), and
+    each shift's figures."""
     return {"kind": kind, "cv_map": spread([m for run in cv_runs for m in fold_maps(run)]),
             "dev_map": spread([rerank_means(run)["map"] for run in dev_runs]),
-            # None: JSON has no nan
-            "query_ap": {q: None if np.isnan(ap) else ap for q, ap in (mean_ap(cv_runs) if cv_runs else {}).items()},
+            "query_ap": json_ap(mean_ap(cv_runs) if cv_runs else {}),
+            "shifts": {name: shift_figures(runs) for name, runs in (shift_runs or {}).items() if runs},
             "seconds": round(seconds, 1)}
 
 
-def dev_run(problem: Prepared, scores: np.ndarray) -> pl.DataFrame:
-    """per_query of the dev pairs, from the scores of every pair of the problem."""
-    dev = problem.pairs["split"] == "dev"
-    return per_query(problem.pairs.filter(dev), scores[dev.to_numpy()], problem.params.evaluation.depth)
+def searched_run(problem: Prepared, scores: np.ndarray, folds: int, seed: int) -> pl.DataFrame:
+    """An untrained model's per_query of the train + dev queries, with the folds cross_validate draws for `seed`."""
+    return with_folds(split_run(problem, scores, *SEARCH_SPLITS), folds, seed)
 
 
-def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm) -> dict:
-    """Cross-validated for the first cv_seeds seeds, trained on train and early-stopped on dev for every seed."""
+def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
+            shifts: Shifts) -> dict:
+    """Cross-validated for the first cv_seeds seeds (the later-year view of the same folds, the cross-part models),
+    trained on train and early-stopped on dev for every seed (the lay split scored by the same models)."""
     variant, started = problem.siamese.variant(name), time.perf_counter()
     if not variant.labels:
-        return label_free(problem, variant, folds, seeds, cv_seeds, epochs, bar, started)
-    cv_runs, dev_runs = [], []
+        return label_free(problem, variant, folds, seeds, cv_seeds, epochs, bar, started, shifts)
+    cv_runs, dev_runs, shift_runs = [], [], {shift: [] for shift in shifts.names}
     for seed in seeds[:cv_seeds]:
         bar.set_postfix(configuration=name, seed=seed)
-        cv_runs.append(cross_validate(problem, variant, folds, seed, epochs=epochs))
+        runs = cross_validate_under(problem, variant, shifts.views, folds, seed, epochs=epochs)
+        cv_runs.append(runs.pop(OWN))
+        for shift, run in runs.items():
+            shift_runs[shift].append(run)
+        if CROSS_PART in shift_runs:
+            shift_runs[CROSS_PART].append(cross_part(problem, variant, shifts.parts, seed, epochs=epochs))
         bar.update(folds)
     for seed in seeds:
         bar.set_postfix(configuration=name, seed=seed)
         scores = train_variant(problem, variant, seed, problem.siamese.hidden, epochs).pair_scores()
-        dev_runs.append(dev_run(problem, scores))
+        dev_runs.append(split_run(problem, scores, "dev"))
+        if LAY in shift_runs:
+            shift_runs[LAY].append(split_run(problem, scores, LAY))
         bar.update(1)
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs)
 
 
 def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
-               started: float) -> dict:
+               started: float, shifts: Shifts) -> dict:
     """A configuration that learns from no label (labels: false): its k models of a seed's cross-validation would be
-    the same model, so one per seed scores every query, each counted in the fold that seed draws for it."""
-    cv_runs, dev_runs = [], []
+    the same model, so one per seed scores every query, each counted in the fold that seed draws for it (and under
+    each shift: a train part's queries are scored by a model that saw no label of the other part either)."""
+    cv_runs, dev_runs, shift_runs = [], [], {shift: [] for shift in shifts.names}
     for i, seed in enumerate(seeds):
-        scores = train_variant(problem, variant, seed, problem.siamese.hidden, epochs).pair_scores()
-        dev_runs.append(dev_run(problem, scores))
+        model = train_variant(problem, variant, seed, problem.siamese.hidden, epochs)
+        scores = model.pair_scores()
+        dev_runs.append(split_run(problem, scores, "dev"))
+        if LAY in shift_runs:
+            shift_runs[LAY].append(split_run(problem, scores, LAY))
         if i < cv_seeds:
-            cv_runs.append(with_folds(per_query(problem.pairs, scores, problem.params.evaluation.depth), folds, seed))
+            cv_runs.append(searched_run(problem, scores, folds, seed))
+            if shifts.later is not None:
+                shift_runs[LATER_YEAR].append(searched_run(shifts.later, model.scores_on(shifts.later), folds, seed))
+            if CROSS_PART in shift_runs:
+                shift_runs[CROSS_PART].append(part_runs(cv_runs[-1], shifts.parts))
         bar.update(1 + folds * (i < cv_seeds))
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs)
 
 
-def untrained(problem: Prepared, scores: np.ndarray, folds: int, seeds: list[int]) -> dict:
-    """The same figures for pair scores that need no training: the folds of each seed, one dev run."""
-    started, by_query = time.perf_counter(), per_query(problem.pairs, scores, problem.params.evaluation.depth)
-    return summary([with_folds(by_query, folds, seed) for seed in seeds], [dev_run(problem, scores)], "untrained",
-                   time.perf_counter() - started)
+def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, folds: int, seeds: list[int],
+              shifts: Shifts) -> dict:
+    """The same figures for pair scores that need no training (`later`: under the later-year view, where it has any):
+    the folds of each seed, one dev run, one run of each shift."""
+    started, cv_runs = time.perf_counter(), [searched_run(problem, scores, folds, seed) for seed in seeds]
+    shift_runs = {LAY: [split_run(problem, scores, LAY)] if LAY in shifts.names else [],
+                  LATER_YEAR: [split_run(shifts.later, later, *SEARCH_SPLITS)] if later is not None else [],
+                  CROSS_PART: [part_runs(cv_runs[0], shifts.parts)] if CROSS_PART in shifts.names and cv_runs else []}
+    return summary(cv_runs, [split_run(problem, scores, "dev")], "untrained", time.perf_counter() - started, shift_runs)
 
 
 def baseline_scores(problem: Prepared, params) -> dict[str, np.ndarray]:
@@ -110,6 +158,21 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
     """Each trained configuration against the first, and against each baseline."""
     pairs = [(name, variants[0]) for name in variants[1:]] + [(name, base) for name in variants for base in baselines]
     return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
+
+
+def judged(results: dict, variants: list[str], reference: str, final: str, n: int) -> dict:
+    """Each trained configuration against the reference by CV and under each shift, shift.verdict of each, the
+    configuration shift.choose picks, and siamese.final (its verdict is in verdicts when it was compared)."""
+    ref = results[reference]
+
+    def against(figures: dict) -> dict:
+        by_shift = {OWN: paired_test(figures["query_ap"], ref["query_ap"], n=n, seed=0)}
+        return by_shift | {shift: paired_test(f["query_ap"], ref["shifts"][shift]["query_ap"], n=n, seed=0)
+                           for shift, f in figures["shifts"].items() if shift in ref["shifts"]}
+
+    tested = {name: against(results[name]) for name in variants if name != reference}
+    return {"reference": reference, "against_reference": tested, "verdicts": {name: verdict(t) for name, t in tested.items()},
+            "final": final, "choice": choose({name: results[name]["cv_map"]["mean"] for name in tested}, tested)}
 
 
 REPORT_KEYS = ("dataset", "command", "queries", "folds", "seeds", "cv_seeds", "configurations", "seconds")
@@ -143,32 +206,49 @@ def merged(paths: list[Path], resamples: int) -> dict:
     def values(name: str, key: str) -> list[float]:
         return [v for report in reports if report["configurations"][name][key] for v in report["configurations"][name][key]["values"]]
 
+    def averaged(aps: list[dict], counts: list[int]) -> dict:   # a report's APs are already a mean over its runs
+        return {q: None if any(ap[q] is None for ap in aps) else
+                float(np.average([ap[q] for ap in aps], weights=counts)) for q in (aps[0] if aps else {})}
+
     def query_ap(name: str) -> dict:
-        runs = [r["configurations"][name]["query_ap"] for r in reports if r["cv_seeds"]]
-        counts = [len(r["cv_seeds"]) for r in reports if r["cv_seeds"]]   # a report's APs are already a mean over its seeds
-        return {q: None if any(ap[q] is None for ap in runs) else
-                float(np.average([ap[q] for ap in runs], weights=counts)) for q in (runs[0] if runs else {})}
+        cv = [r for r in reports if r["cv_seeds"]]
+        return averaged([r["configurations"][name]["query_ap"] for r in cv], [len(r["cv_seeds"]) for r in cv])
+
+    def shifts(name: str) -> dict:
+        each = [r["configurations"][name].get("shifts", {}) for r in reports]
+        return {shift: {"map": spread([v for f in each if shift in f for v in f[shift]["map"]["values"]]),
+                        "runs": sum(f[shift]["runs"] for f in each if shift in f),
+                        "query_ap": averaged([f[shift]["query_ap"] for f in each if shift in f],
+                                             [f[shift]["runs"] for f in each if shift in f])}
+                for shift in dict.fromkeys(s for f in each for s in f)}
 
     configurations = {name: {"kind": first["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
-                             "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name),
+                             "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name), "shifts": shifts(name),
                              "seconds": sum(r["configurations"][name]["seconds"] for r in reports)} for name in names}
     trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
     baselines = [n for n in names if n not in trained_names]
+    judgement = first.get("judgement")
     return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": [s for r in reports for s in r["seeds"]],
             "cv_seeds": seeds, "configurations": configurations,
             "tests": tests(configurations, trained_names, baselines, resamples) if seeds else [],
+            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples)
+            if seeds and judgement else None,
             "seconds": sum(r["seconds"] for r in reports)}
 
 
 def markdown(report: dict) -> str:
     pct = lambda figure: "–" if figure is None else f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"  # noqa: E731
     seeds = lambda key: " ".join(map(str, report[key]))  # noqa: E731
+    shifts = list(dict.fromkeys(s for r in report["configurations"].values() for s in r.get("shifts", {})))
     lines = [f"{report['dataset']}: {report['queries']} train + dev queries, {report['folds']} folds x {len(report['cv_seeds'])} "
              f"seeds (CV seeds {seeds('cv_seeds')}; dev seeds {seeds('seeds')}), {report['epochs'] or 'their own'} epochs at most; "
-             "rerank MAP, %", "",
-             "| configuration | CV MAP (mean ± std over folds x seeds) | dev MAP (mean ± std over seeds) | seconds |",
-             "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {name} | {pct(r['cv_map'])} | {pct(r['dev_map'])} | {r['seconds']:.0f} |" for name, r in report["configurations"].items()]
+             "rerank MAP, %" + ("; under each shift (ticketsim.training.shift) mean ± std over seeds" if shifts else ""), "",
+             "| configuration | CV MAP (mean ± std over folds x seeds) | dev MAP (mean ± std over seeds) | "
+             + "".join(f"{shift} MAP | " for shift in shifts) + "seconds |",
+             "| --- | ---: | ---: | " + "---: | " * len(shifts) + "---: |"]
+    lines += [f"| {name} | {pct(r['cv_map'])} | {pct(r['dev_map'])} | "
+              + "".join(f"{pct(r.get('shifts', {}).get(shift, {}).get('map'))} | " for shift in shifts)
+              + f"{r['seconds']:.0f} |" for name, r in report["configurations"].items()]
     lines += ["", f"{report['compared']} trained configurations compared (and {len(report['configurations']) - report['compared']} "
               f"untrained baselines; dev MAP of an untrained one: one run, std 0).", "",
               "Paired tests over queries (each query's CV AP averaged over the seeds; queries with a relevant candidate):", "",
@@ -176,7 +256,27 @@ def markdown(report: dict) -> str:
               "| --- | --- | ---: | ---: | --- | ---: |"]
     lines += [f"| {t['a']} | {t['b']} | {t['queries']} | {100 * t['mean_difference']:+.2f} | "
               f"[{100 * t['interval'][0]:+.2f}, {100 * t['interval'][1]:+.2f}] | {t['p']:.4f} |" for t in report["tests"]]
-    return "\n".join(lines)
+    return "\n".join(lines + judgement_lines(report.get("judgement"), shifts))
+
+
+def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
+    """The paired tests against the reference by CV and under each shift, each verdict, the choice (shift.choose)."""
+    if not judgement:
+        return []
+    cell = lambda t: "–" if t is None else f"{100 * t['mean_difference']:+.2f}, p {t['p']:.4f}"  # noqa: E731
+    reference, final = judgement["reference"], judgement["final"]
+    lines = ["", f"Against the reference {reference} (siamese.unlabelled), paired over queries (mean difference in points, p):",
+             "", "| configuration | CV | " + "".join(f"{shift} | " for shift in shifts) + "verdict |",
+             "| --- | --- | " + "--- | " * len(shifts) + "--- |"]
+    lines += [f"| {name} | {cell(by_shift[OWN])} | " + "".join(f"{cell(by_shift.get(shift))} | " for shift in shifts)
+              + f"{judgement['verdicts'][name] or 'may be registered'} |" for name, by_shift in judgement["against_reference"].items()]
+    choice = judgement["choice"]
+    lines += ["", f"Choice (above {reference} by CV at p < .05, significantly below it under no shift; the best such by CV): "
+              + (choice or f"none: register {reference}")]
+    if final in judgement["verdicts"]:
+        lines.append(f"siamese.final = {final}: {judgement['verdicts'][final] or 'may be registered'}"
+                     + ("" if final == choice else f"; the choice is {choice or reference}"))
+    return lines
 
 
 def command(args: argparse.Namespace) -> None:
@@ -190,38 +290,51 @@ def command(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
     params = load_params(args.workspace / "params.yaml")
-    params.dataset(args.dataset)
+    dataset = params.dataset(args.dataset)
     every = {**params.siamese.variants, **params.siamese.finetuned}
-    unknown = [name for name in args.variants if name not in every]
+    reference = params.siamese.unlabelled
+    variants = list(dict.fromkeys([*args.variants, reference]))    # the reference is always compared
+    unknown = [name for name in variants if name not in every]
     if unknown:
         raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
     files = stage_paths("tune", args.dataset, args.workspace)     # the files the tuner reads: the same inputs
     cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
-    needed = {c for name in args.variants for c in reads(metric_of(every[name])) if c in cached}
+    needed = {c for name in variants for c in reads(metric_of(every[name])) if c in cached}
     needed |= {"S"} if args.baselines else set()
     missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
     if missing:
         raise StepError(f"{', '.join(missing)} missing: run `dvc repro` in {args.workspace} first (channel S: stage "
                         f"sentence_encoder@{args.dataset})")
     channels = [path for path in cached.values() if Path(path).is_file()]
+    # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
     problem = prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels,
-                            [every[name] for name in args.variants], splits=SEARCH_SPLITS, also=cached)
-    epochs, cv_seeds = args.epochs, len(args.seeds) if args.cv_seeds is None else args.cv_seeds
-
-    results = {}
-    with tqdm(total=len(args.variants) * (cv_seeds * args.folds + len(args.seeds)), desc="select", unit="model") as bar:
-        for name in args.variants:
-            results[name] = trained(problem, name, args.folds, args.seeds, cv_seeds, epochs, bar)
-    baselines = baseline_scores(problem, params) if args.baselines else {}
-    for name, scores in baselines.items():
-        results[name] = untrained(problem, scores, args.folds, args.seeds[:cv_seeds])
-    report = {"dataset": args.dataset, "workspace": str(args.workspace.resolve()), "command": " ".join(sys.argv),
-              "queries": problem.pairs["query_id"].n_unique(), "folds": args.folds, "seeds": args.seeds,
-              "cv_seeds": args.seeds[:cv_seeds], "epochs": epochs,
-              "compared": len(args.variants), "configurations": results,
-              "tests": tests(results, args.variants, list(baselines), args.resamples) if cv_seeds else []}
-    report["seconds"] = round(time.perf_counter() - started, 1)
+                            [every[name] for name in variants], splits=(*SEARCH_SPLITS, LAY), also=cached)
+    shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {})
+    cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
+    report = select(problem, variants, shifts, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
+    report |= {"dataset": args.dataset, "workspace": str(args.workspace.resolve()),
+               "seconds": round(time.perf_counter() - started, 1)}
     write(report, args.out)
+
+
+def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
+           epochs: int | None, baselines: bool, resamples: int) -> dict:
+    """The report of `ticketsim select` on a Prepared (less its dataset, workspace and seconds): every configuration
+    cross-validated for the first cv_seeds seeds and trained per seed, scored under `shifts`, the baselines beside them,
+    the paired tests and the judgement against the zero-shot reference (siamese.unlabelled)."""
+    params = problem.params
+    results = {}
+    with tqdm(total=len(variants) * (cv_seeds * folds + len(seeds)), desc="select", unit="model") as bar:
+        for name in variants:
+            results[name] = trained(problem, name, folds, seeds, cv_seeds, epochs, bar, shifts)
+    scores = baseline_scores(problem, params) if baselines else {}
+    later = baseline_scores(shifts.later, params) if baselines and shifts.later is not None else {}
+    for name, pair_scores in scores.items():
+        results[name] = untrained(problem, pair_scores, later.get(name), folds, seeds[:cv_seeds], shifts)
+    return {"command": " ".join(sys.argv), "queries": problem.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))["query_id"].n_unique(),
+            "folds": folds, "seeds": seeds, "cv_seeds": seeds[:cv_seeds], "epochs": epochs, "compared": len(variants),
+            "configurations": results, "tests": tests(results, variants, list(scores), resamples) if cv_seeds else [],
+            "judgement": judged(results, variants, params.siamese.unlabelled, params.siamese.final, resamples) if cv_seeds else None}
 
 
 def write(report: dict, out: Path | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +25,10 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.branches import BRANCHES, STARTED, BranchStart, reads
 from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
-from ticketsim.model.losses import Loss, loss_of
-from ticketsim.model.metric import MetricConfig, metric_of
+from ticketsim.model.losses import IN_BATCH, Loss, loss_of
+from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig, metric_of
 from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_inputs
-from ticketsim.model.scores import pair_predictor, pool_values, predict_all
+from ticketsim.model.scores import in_batch_predictor, pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.mining import Mined, as_mined_queries, mine
@@ -38,7 +39,13 @@ def loss_and_groups(variant: VariantConfig, pairs: pl.DataFrame) -> tuple[Loss, 
     """The variant's training loss, and for a ranking loss the query index of every pair (batches of whole queries)."""
     if variant.loss == "mse":
         return loss_of("mse"), None
-    return loss_of(variant.loss), torch.from_numpy(pairs["query_id"].rank("dense").to_numpy().astype(np.int64))
+    options = {"rel": variant.rel} if variant.loss == "contrastive" else {}
+    return loss_of(variant.loss, **options), torch.from_numpy(pairs["query_id"].rank("dense").to_numpy().astype(np.int64))
+
+
+def fuses_after(variant: VariantConfig) -> bool:
+    """An in-batch loss trains the vector channels alone; the pair channels (L) join after, in phase fuse."""
+    return variant.labels and variant.loss in IN_BATCH and any(variant.channels.get(c) for c in PAIR_CHANNELS)
 
 
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
@@ -201,12 +208,13 @@ def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
                 seed: int, mined: Mined | None = None, checkpoints: Path | None = None,
                 on_epoch: Callable[[str, int, float, float], None] | None = None, inputs_digest: str = "",
                 **overrides) -> dict[str, History]:
-    """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true).
+    """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true),
+    then for an in-batch loss the pair channels' weights over the trained branches (fuse).
     checkpoints: a folder for each phase's resumable checkpoint, resumed only for the same variant, model, training,
     pairs, inputs (`inputs_digest`) and seed; on_epoch(phase, epoch, train loss, dev loss); overrides: TrainConfig
-    values over both phases' (e.g. epochs)."""
+    values over every phase's (e.g. epochs)."""
     histories = {}
-    for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels)):
+    for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels), ("fuse", fuses_after(variant))):
         if not wanted:
             continue
         cfg = replace(siamese.training(variant, phase), **overrides)
@@ -220,18 +228,19 @@ def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
                 raise ValueError("a variant with selfsup: true needs the mined pairs (ticketsim.training.mining.mine)")
             histories[phase] = pretrain(model, mined, siamese.selfsup, cfg, seed, **options)
         else:
-            histories[phase] = train_model(model, inputs, pairs, variant, cfg, seed, **options)
+            histories[phase] = train_model(model, inputs, pairs, variant, cfg, seed, fuse=phase == "fuse", **options)
     return histories
 
 
 def train_model(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, cfg: TrainConfig,
-                seed: int, **fit_options) -> History:
+                seed: int, fuse: bool = False, **fit_options) -> History:
     """Fit the model to the train pairs with the variant's loss, early-stopped on dev (ticketsim.training.trainer.fit;
-    `fit_options`: checkpoint, meta, on_epoch)."""
+    `fit_options`: checkpoint, meta, on_epoch); `fuse`: an in-batch loss's second phase, the metric's weights alone."""
     split = pairs["split"].to_list()
     rows = {name: torch.tensor([i for i, s in enumerate(split) if s == name], dtype=torch.long) for name in ("train", "dev")}
     loss, groups = loss_and_groups(variant, pairs)
-    return fit(model, pair_predictor(model, inputs, pairs, metric_of(variant)), rescale(torch.tensor(pairs["label"].to_list())),
+    predictor = partial(in_batch_predictor, fixed=fuse) if variant.loss in IN_BATCH else pair_predictor
+    return fit(model, predictor(model, inputs, pairs, metric_of(variant)), rescale(torch.tensor(pairs["label"].to_list())),
                rows["train"], rows["dev"], cfg, seed, loss=loss, groups=groups, **fit_options)
 
 
@@ -255,6 +264,11 @@ class TrainedVariant:
         self.model.eval()
         return predict_all(pair_predictor(self.model, self.inputs, self.pairs, self.metric), self.pairs.height)
 
+    def scores_on(self, data: Prepared) -> np.ndarray:
+        """g of every pair of `data`, in eval mode: other pairs, or the same ones seen otherwise (training.shift's
+        views), read through the model's own words and the cached channels at `data`'s scales."""
+        return replace(self, inputs=variant_inputs(data, self.variant, self.inputs.words), pairs=data.pairs).pair_scores()
+
     def pool_scores(self) -> ScoreMatrix:
         return ScoreMatrix(self.inputs.queries.ids, self.inputs.tickets.ids, pool_values(self.model, self.inputs, self.metric))
 
@@ -262,6 +276,14 @@ class TrainedVariant:
         """The model's folder (ticketsim.model.saved): weights, F's encoder, the scales and words the bundle needs."""
         save_model(self.model, self.variant, folder)
         write_inputs(folder, self.scales, self.inputs.words)
+
+
+def variant_inputs(data: Prepared, variant: VariantConfig, words: Sequence[str] | None = None) -> Inputs:
+    """What the variant reads of `data`, the cached channels it weighs among them; `words`: build_inputs'."""
+    metric = metric_of(variant)
+    cached = reads(metric)
+    return build_inputs(data.tokens, [v for v in data.channels if v.channel in cached], metric, data.siamese.max_tokens,
+                        data.params.bm25, data.corpus, words)
 
 
 def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int | None = None, epochs: int | None = None,
@@ -272,10 +294,8 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
     folder to resume from and save to; on_epoch(phase, epoch, scores): after each epoch, `scores()` giving g of every
     pair from the model as it stands (the tuner's pruning reads it)."""
     siamese = replace(data.siamese, hidden=hidden or variant.hidden or data.siamese.hidden)
-    metric = metric_of(variant)
-    cached = reads(metric)
-    inputs = build_inputs(data.tokens, [v for v in data.channels if v.channel in cached], metric, siamese.max_tokens,
-                          data.params.bm25, data.corpus)
+    cached = reads(metric_of(variant))
+    inputs = variant_inputs(data, variant)
     torch.manual_seed(seed)
     model = build_model(siamese, data.word_table, data.char_dim, variant, data.start)
     trained = TrainedVariant(variant, model, inputs, data.pairs, {c: s for c, s in data.scales.items() if c in cached}, {})
