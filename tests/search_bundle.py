@@ -43,11 +43,14 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
                                                  "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
     # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
     "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
+    # F and BM25 alone: a registered model whose query tower `ticketsim retrain` trains alone (training/query_tower.py)
+    "FL": VariantConfig({"F": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
     # the registered default (params' siamese.final, A+L): its queries need no torch once exported (search/queries.py)
     "AL": VariantConfig({"A": 1.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,
                                                "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
 }
 SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
+ENCODER_CONFIG = EncoderConfig(max_tokens=48, frozen_layers=1)    # F's: one of the tiny encoder's two layers trains
 SENTENCE = SentenceConfig(max_tokens=32, overlap=4)   # MiniLM reading 32 tokens: the same code path at an eighth of the cost
 
 
@@ -91,7 +94,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
         texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
                  for text in frame[column]]
         tiny = load_encoder(str(tiny_encoder(scratch / "tiny", texts, seed))).model if "F" in VARIANTS[variant].weighed else None
-        start = BranchStart(tiny, EncoderConfig(max_tokens=48), SCALES["S"], 384)
+        start = BranchStart(tiny, ENCODER_CONFIG, SCALES["S"], 384)
     torch.manual_seed(seed)
     model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
                         VARIANTS[variant], start)
@@ -104,7 +107,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     save_model(model, VARIANTS[variant], scratch)
     Calibrator((0.0, 1.0), (1.0, 5.0)).save(scratch / "calibrator.json")
     encoder = {"encoder": scratch / ENCODER} if (scratch / ENCODER).is_dir() else {}
-    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=EncoderConfig(max_tokens=48)),
+    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=ENCODER_CONFIG),
                         scales=SCALES, words=parts.words,
                         sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
                         sentence=SENTENCE)

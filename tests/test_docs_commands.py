@@ -60,7 +60,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
                                ("azure", " ", "azure://my-container/ticketsim"), ("ssh", "   ", "ssh://user@host/srv/ticketsim"))},
     "ticketsim pairs add new_pairs.csv [--tickets new_tickets.csv] [--queries new_queries.csv] [--dataset default]":
         "a synopsis ([options]): tests/test_intake_pairs.py runs `pairs add` with each option",
-    "ticketsim retrain [--summary gate.md] [--outputs outputs.txt]": "a synopsis: tests/test_retrain.py, tests/test_mlflow_server.py",
+    "ticketsim retrain [--full] [--summary gate.md] [--outputs outputs.txt]":
+        "a synopsis: tests/test_retrain.py, tests/test_mlflow_server.py; the road each takes: tests/test_query_tower.py",
     "ticketsim index build --model models/default/bundle --tickets tickets.csv --index my-index":
         "needs a trained bundle: tests/test_search_cli.py runs `index build` on a small one",
     "ticketsim index add new-tickets.csv [--model models/default/bundle] [--index models/default/index]":

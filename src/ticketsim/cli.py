@@ -205,10 +205,11 @@ def rollback_command(args: argparse.Namespace) -> int:
 
 
 def retrain_command(args: argparse.Namespace) -> int:
+    from ticketsim.app.retrain_road import register_query_tower
     from ticketsim.config import load_params
     from ticketsim.lifecycle.retrain import retrain
 
-    outcome = retrain(load_params(args.params))
+    outcome = retrain(load_params(args.params), None if args.full else register_query_tower)
     print(outcome.markdown)
     report_outcome(outcome, args)
     return 0 if outcome.passed else FAILED
@@ -387,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     gate.add_argument("--dry-run", action="store_true", help="judge only: do not promote")
     rollback_parser = commands.add_parser("rollback", help="make the previous champion the champion again")
     rollback_parser.set_defaults(run=rollback_command)
-    run = commands.add_parser("retrain", help="dvc pull, dvc repro, gate, promote, dvc push; exit 1 if the gate fails")
+    run = commands.add_parser("retrain", help="train the champion's query tower (or with --full: dvc pull, dvc repro), gate, "
+                              "promote, dvc push; exit 1 if the gate fails")
+    run.add_argument("--full", action="store_true", help="train both towers and rebuild the index (dvc repro of retrain.targets), "
+                     "not the champion's query tower alone")
     for command, handler in ((gate, gate_command), (run, retrain_command)):
         command.add_argument("--summary", type=Path, help="append the gate's Markdown here ($GITHUB_STEP_SUMMARY)")
         command.add_argument("--outputs", type=Path, help="append run_id=, model_version=, gate= lines here ($GITHUB_OUTPUT)")

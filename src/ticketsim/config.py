@@ -363,10 +363,12 @@ class GateConfig:
 
 @dataclass(frozen=True)
 class RetrainConfig:
-    """`ticketsim retrain`: the DVC stages to reproduce (with what they depend on) and the dataset they train on."""
+    """`ticketsim retrain`: the dataset it trains on, and its two roads (docs/retraining.md#two-roads): the row whose
+    training a champion's query tower gets (the default), the DVC stages to reproduce with what they depend on (--full)."""
 
-    targets: tuple[str, ...] = ("register@default",)
+    targets: tuple[str, ...] = ("register@default",)   # the full road (--full): both towers trained, the index rebuilt
     dataset: str = "default"
+    query_tower: str = "Fq+L"   # the default road: a champion with F retrains as this siamese.finetuned row's query tower
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,10 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         from ticketsim.search.queries import query_encoder
         from ticketsim.search.searcher import Searcher
 
-        self.bundle, index = context.artifacts["bundle"], context.artifacts.get("index")
+        self.bundle, self.index = context.artifacts["bundle"], context.artifacts.get("index")
         # Versions registered before the index existed score pairs only.
-        self.searcher = Searcher(query_encoder(self.bundle), TicketIndex.load(index), self.bundle, "the model's index") if index else None
+        self.searcher = (Searcher(query_encoder(self.bundle), TicketIndex.load(self.index), self.bundle, "the model's index")
+                         if self.index else None)
         self.journal: Journal | None = None     # opened on the first judgment
 
     @cached_property

@@ -40,7 +40,7 @@ from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
 from ticketsim.model.metric import metric_of
-from ticketsim.model.saved import ENCODER, WEIGHTS, load_model, read_inputs, read_variant
+from ticketsim.model.saved import ENCODER, TICKET_ENCODER, WEIGHTS, load_model, read_inputs, read_variant
 from ticketsim.model.scores import pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
          "calibrator": CALIBRATOR}
-OPTIONAL = {"encoder": ENCODER}     # channel F's fine-tuned encoder, when the model has it
+OPTIONAL = {"encoder": ENCODER, "ticket_encoder": TICKET_ENCODER}   # F's fine-tuned encoder; Fq's towers
 
 
 def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantConfig, siamese: SiameseParams,
@@ -86,7 +86,7 @@ def final_bundle(directory: str | Path, params: Params, model: str | Path, word2
     return write_bundle(
         directory, text=params.text, variant=variant, siamese=cfg, scales=scales, words=words,
         sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade, "weights": model / WEIGHTS,
-                 "calibrator": model / CALIBRATOR, **({"encoder": model / ENCODER} if (model / ENCODER).is_dir() else {})},
+                 "calibrator": model / CALIBRATOR, **{k: model / name for k, name in OPTIONAL.items() if (model / name).is_dir()}},
         sentence=params.sentence, bm25=params.bm25)
 
 

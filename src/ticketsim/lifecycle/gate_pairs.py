@@ -22,8 +22,8 @@ from ticketsim.data.sources import load_corpus
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import IntakeReport
 from ticketsim.errors import StepError
-from ticketsim.lifecycle.registry import ModelVersion
-from ticketsim.lifecycle.tracking import metric_values, tracking_uri
+from ticketsim.lifecycle.registry import ModelVersion, load_version
+from ticketsim.lifecycle.tracking import metric_values
 
 SPLIT = "dev"
 SENTENCE_CACHE = "data/{dataset}/channels/S.npz"    # the sentence_encoder stage's output (dvc.yaml)
@@ -82,19 +82,8 @@ def pairs_source(cfg: DatasetConfig, seed: int) -> str:
 def version_figures(cfg: TrackingConfig, version: ModelVersion, pairs: GatePairs, evaluation: EvaluationConfig) -> dict[str, float]:
     """The version's dev figures on `pairs`, keyed as MLflow holds a run's metrics (`dev.rerank.map`, ...): its model is
     downloaded from the registry and evaluates itself (ticketsim.app.pyfunc.TicketSimModel.evaluate)."""
-    import mlflow
-
-    uri = tracking_uri(cfg)
     with tempfile.TemporaryDirectory(prefix="ticketsim-gate-") as scratch:
-        try:
-            # The version's own artifact address from this registry: a models:/ address would be resolved against the
-            # process's global registry URI, which an earlier set_tracking_uri of another store may have left behind.
-            source = mlflow.MlflowClient(uri, registry_uri=uri).get_model_version_download_uri(version.model, version.version)
-            local = mlflow.artifacts.download_artifacts(source, dst_path=scratch, tracking_uri=uri)
-            model = mlflow.pyfunc.load_model(local).unwrap_python_model()
-        except Exception as error:   # noqa: BLE001 - any failure to fetch or load means the gate cannot judge
-            raise StepError(f"{version.model} v{version.version}: its model could not be loaded from the registry to "
-                            f"score it on the {SPLIT} pairs ({type(error).__name__}: {error})") from error
+        model = load_version(cfg, version, Path(scratch), f"to score it on the {SPLIT} pairs")
         if not hasattr(model, "evaluate"):
             raise StepError(f"{version.model} v{version.version}: its model ({type(model).__name__}) cannot score labelled "
                             "pairs, so the gate cannot compare it on the same pairs; register it again (`dvc repro`)")

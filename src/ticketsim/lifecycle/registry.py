@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import mlflow
 from mlflow.entities.model_registry import RegisteredModel
 from mlflow.exceptions import MlflowException
 
 from ticketsim.config import TrackingConfig
-from ticketsim.lifecycle.tracking import client
+from ticketsim.errors import StepError
+from ticketsim.lifecycle.tracking import client, tracking_uri
 
 CHAMPION, PREVIOUS = "champion", "previous"
 
@@ -86,3 +89,18 @@ def tag_version(cfg: TrackingConfig, model: str, version: str, tags: Mapping[str
     registry = client(cfg)
     for key, value in tags.items():
         registry.set_model_version_tag(model, version, key, value)
+
+
+def load_version(cfg: TrackingConfig, version: ModelVersion, scratch: Path, why: str) -> Any:
+    """A registered version's python model (ticketsim.app.pyfunc.TicketSimModel: its bundle and index folders), downloaded
+    into `scratch`; a StepError saying `why` it was wanted when it cannot be fetched or loaded."""
+    uri = tracking_uri(cfg)
+    try:
+        # The version's own artifact address from this registry: a models:/ address would be resolved against the
+        # process's global registry URI, which an earlier set_tracking_uri of another store may have left behind.
+        source = mlflow.MlflowClient(uri, registry_uri=uri).get_model_version_download_uri(version.model, version.version)
+        local = mlflow.artifacts.download_artifacts(source, dst_path=str(scratch), tracking_uri=uri)
+        return mlflow.pyfunc.load_model(local).unwrap_python_model()
+    except Exception as error:   # noqa: BLE001 - any failure to fetch or load means the version cannot be used
+        raise StepError(f"{version.model} v{version.version}: its model could not be loaded from the registry {why} "
+                        f"({type(error).__name__}: {error})") from error

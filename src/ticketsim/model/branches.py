@@ -3,6 +3,9 @@ Siamese branch), registered in BRANCHES with what it reads, what it starts from 
 
 - F, the fine-tuned encoder: a pretrained sentence-transformers model trained end to end through the metric. It reads
   a component's raw text (the words the encoder was pretrained on, not our tokens), cut at `max_tokens` word pieces.
+- Fq, the query tower: F trained on the query side only. Its ticket side is the starting encoder, frozen: trained from
+  a registered model's F, the ticket vectors are those its index holds, so a retrain re-encodes no ticket
+  (docs/retraining.md: the two roads).
 - A, the adapter: a trained linear map over the cached channel S (x -> x + xM, M starting at 0, so A starts as S). It
   needs no re-encoding after a retrain: seconds on a CPU.
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +27,19 @@ from ticketsim.config import (
     SentenceConfig,
 )
 from ticketsim.device import inference_precision, resolve_device, training_precision
-from ticketsim.model.metric import MetricConfig
+from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig
 
 
 @dataclass(frozen=True, eq=False)
 class BranchStart:
-    """Where the started branches (F, A) begin: the pretrained encoder (copied into each model, which then trains its
+    """Where the started branches (F, Fq, A) begin: the pretrained encoder (copied into each model, which then trains its
     own copy), its settings, and channel S's scale and width (F and A start as S: the same scale keeps W comparable)."""
 
     encoder: Any | None             # a SentenceTransformer, or None when no variant weighs a pretrained branch
     cfg: EncoderConfig              # its device named (EncoderConfig.on): where each model's copy runs
     scale: float
     dim: int
+    ticket_encoder: Any | None = None   # Fq's frozen ticket tower when it is not `encoder` (a registered Fq model's)
 
 
 @dataclass(frozen=True)
@@ -58,12 +62,32 @@ def transformer_branch(start: BranchStart, own: bool) -> TransformerBranch:
                              start.cfg.device or SentenceConfig.device, start.cfg.batch_size)
 
 
+def query_tower(start: BranchStart, own: bool) -> QueryTower:
+    """Fq: the query side trains start's encoder (a copy unless `own`), the ticket side is start's ticket encoder frozen."""
+    ticket = start.ticket_encoder if start.ticket_encoder is not None else start.encoder
+    if ticket is None:
+        raise ValueError("channel Fq needs the pretrained encoder in its BranchStart")
+    frozen = transformer_branch(replace(start, encoder=ticket), own and start.ticket_encoder is not None)
+    return QueryTower(transformer_branch(start, own), frozen)
+
+
 BRANCHES = {
     "h": Branch("words"),
     "F": Branch("strings", "S", transformer_branch, pretrained=True),
+    "Fq": Branch("strings", "S", query_tower, pretrained=True),
     "A": Branch("S", "S", lambda start, own: Adapter(start.dim)),
 }
 STARTED = frozenset(c for c, b in BRANCHES.items() if b.build)    # the channels a BranchStart builds
+TOWERS = ("F", "Fq")    # channels whose query side a retrain may train alone, as Fq (docs/retraining.md#two-roads)
+
+
+def query_tower_refusal(weighed: set[str]) -> str | None:
+    """Why a variant weighing these channels cannot have its query side retrained alone, None when it can: every other
+    channel with vectors would be trained or built again on both sides (A, h) or needs its own cache (E, T, S)."""
+    if not weighed & set(TOWERS):
+        return "it weighs no channel F"
+    others = weighed - set(TOWERS) - set(PAIR_CHANNELS)
+    return f"it also weighs {', '.join(sorted(others))}, which a query tower does not keep" if others else None
 
 
 class TransformerBranch(nn.Module):
@@ -86,6 +110,7 @@ class TransformerBranch(nn.Module):
         self.frozen_layers = frozen_layers
         transformer = self.model[0].auto_model
         frozen = [transformer.embeddings, *transformer.encoder.layer[:frozen_layers]] if frozen_layers else []
+        self.model.requires_grad_(True)     # the rest trains, whatever a copied model's flags were (a frozen ticket tower's)
         for module in frozen:
             module.requires_grad_(False)
 
@@ -111,6 +136,32 @@ class TransformerBranch(nn.Module):
     def save(self, folder: str | Path) -> None:
         """An ordinary sentence-transformers folder: SentenceTransformer(folder) loads the fine-tuned encoder anywhere."""
         self.model.save(str(folder))
+
+
+class QueryTower(nn.Module):
+    """Channel Fq: two TransformerBranches, `query` trained and `ticket` frozen in eval mode (no dropout, no gradient),
+    so a ticket's vectors never move in training and equal those an index folded with the same ticket encoder."""
+
+    def __init__(self, query: TransformerBranch, ticket: TransformerBranch):
+        super().__init__()
+        self.query, self.ticket = query, ticket.requires_grad_(False).eval()
+
+    def train(self, mode: bool = True) -> QueryTower:
+        super().train(mode)
+        self.ticket.eval()
+        return self
+
+    def side(self, tickets: bool) -> nn.Module:
+        """The tower of one side of a pair (SiameseLSTM.channels)."""
+        return self.ticket if tickets else self.query
+
+    def forward(self, texts: Sequence[str]) -> torch.Tensor:
+        return self.query(texts)
+
+    def save(self, folder: str | Path, ticket_folder: str | Path) -> None:
+        """Each tower an ordinary sentence-transformers folder."""
+        self.query.save(folder)
+        self.ticket.save(ticket_folder)
 
 
 class Adapter(nn.Module):

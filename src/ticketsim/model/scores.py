@@ -33,7 +33,8 @@ def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, 
     needs_q, needs_t = metric.needs()
     pair = inputs.pair_distances(metric) if fixed else {}
     if fixed:
-        q_vectors, t_vectors = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t)
+        q_vectors = side_channels(model, inputs.queries, needs_q)
+        t_vectors = side_channels(model, inputs.tickets, needs_t, tickets=True)
 
     def predict(rows: torch.Tensor) -> InBatch:
         q, q_at = torch.unique(q_rows[rows], return_inverse=True)
@@ -60,17 +61,18 @@ def pool_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_
     """g of every query (rows) against every ticket (columns) of the pool (channels computed once per text, in eval mode)."""
     needs_q, needs_t = metric.needs()
     values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
-                        side_channels(model, inputs.tickets, needs_t, batch_size), model.metric(metric), pool=True,
+                        side_channels(model, inputs.tickets, needs_t, batch_size, tickets=True), model.metric(metric), pool=True,
                         pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
     return values.numpy()
 
 
 @torch.no_grad()
-def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]],
-                  batch_size: int = 256) -> dict[str, dict[str, torch.Tensor]]:
-    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64."""
+def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]], batch_size: int = 256,
+                  tickets: bool = False) -> dict[str, dict[str, torch.Tensor]]:
+    """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64;
+    `tickets`: `side` is the ticket side (a two-tower branch encodes it with its ticket tower)."""
     was_training = model.training
     model.eval()
-    parts = [model.channels(side.take(rows, needs)) for rows in torch.arange(len(side.ids)).split(batch_size)]
+    parts = [model.channels(side.take(rows, needs), tickets) for rows in torch.arange(len(side.ids)).split(batch_size)]
     model.train(was_training)
     return {c: {k: torch.cat([p[c][k] for p in parts]).double() for k in needs[c]} for c in needs}

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ticketsim.model.branches import QueryTower
 from ticketsim.model.metric import MetricConfig, PairDistances, similarity
 
 
@@ -92,9 +93,10 @@ class SiameseLSTM(nn.Module):
         states, lengths = pad_packed_sequence(states, batch_first=True)   # zeros past each text's end
         return states.sum(1) / lengths.unsqueeze(1).to(states.dtype)
 
-    def channels(self, side: Side) -> dict[str, Mapping[str, torch.Tensor]]:
-        """Every channel of one side as vectors: h and the other trained branches computed here, cached ones passed through."""
-        trained = {"h": self.encode, **self.branches}
+    def channels(self, side: Side, tickets: bool = False) -> dict[str, Mapping[str, torch.Tensor]]:
+        """Every channel of one side (`tickets`: the ticket side) as vectors: h and the other trained branches computed
+        here (a two-tower branch, Fq, by its tower of that side), cached ones passed through."""
+        trained = {"h": self.encode, **{c: b.side(tickets) if isinstance(b, QueryTower) else b for c, b in self.branches.items()}}
         return {c: ({k: trained[c](x) for k, x in comps.items()} if c in trained else comps) for c, comps in side.items()}
 
     def metric(self, fixed: MetricConfig) -> MetricConfig:
@@ -105,4 +107,5 @@ class SiameseLSTM(nn.Module):
                 pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
         """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True; dense_only: of
         the vector channels alone."""
-        return similarity(self.channels(queries), self.channels(tickets), self.metric(metric), pool, pair, dense_only)
+        return similarity(self.channels(queries), self.channels(tickets, tickets=True), self.metric(metric), pool, pair,
+                          dense_only)

@@ -48,7 +48,7 @@ def fold_side(scorer: Scorer, layout: Layout, frame: pl.DataFrame, side: str,
 
     tokens, inputs, model = scorer.encode(one_side(frame, side), lexical=False, cached=cached)
     needs = metric_of(scorer.variant).needs()[0 if side == "queries" else 1]
-    vectors = side_channels(model, getattr(inputs, side), needs)
+    vectors = side_channels(model, getattr(inputs, side), needs, tickets=side == "tickets")
     return getattr(tokens, side), fold(vectors, layout.blocks, side)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -102,20 +103,24 @@ class TicketIndex:
         """Every ticket's SUB+DESC+SOL tokens: channel L's documents, and those the reasons' topic model read."""
         return component_tokens(self.tickets["tokens"].struct.unnest(), TICKET_LEVEL)
 
-    def save(self, directory: str | Path) -> None:
-        """Write the folder; each file is replaced whole (written aside, then renamed), never left half-written."""
+    def manifest(self) -> dict:
+        return {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d, "precision": self.vectors.precision,
+                "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
+                           "constant": self.layout.constant},
+                "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25),
+                "coherence": self.coherence}
+
+    def save(self, directory: str | Path, files: tuple[str, ...] = (VECTORS, TICKETS, MANIFEST)) -> None:
+        """Write the folder (or only `files` of it); each file is replaced whole (written aside, then renamed), never
+        left half-written."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        manifest = {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d, "precision": self.vectors.precision,
-                    "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
-                               "constant": self.layout.constant},
-                    "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25),
-                    "coherence": self.coherence}
         writers = {VECTORS: self.vectors.save, TICKETS: self.tickets.write_parquet,
-                   MANIFEST: lambda path: path.write_text(json.dumps(manifest) + "\n")}
+                   MANIFEST: lambda path: path.write_text(json.dumps(self.manifest()) + "\n")}
         for name, write in writers.items():     # the manifest last: it says how many tickets the other files hold
-            write(directory / f".{name}.tmp")
-            os.replace(directory / f".{name}.tmp", directory / name)
+            if name in files:
+                write(directory / f".{name}.tmp")
+                os.replace(directory / f".{name}.tmp", directory / name)
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
@@ -186,6 +191,23 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
     frame = pl.concat([tickets, pl.concat(parts)], how="horizontal").with_columns(
         topics=pl.Series(standardized(activity, *topic_scale).tolist(), dtype=pl.List(pl.Float32)))
     return np.concatenate(vectors), frame, topic_scale
+
+
+def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str | Path, probe: int = 8) -> TicketIndex:
+    """The index at `index` for `bundle` (loaded: `scorer`), whose ticket side folded it: a query-tower retrain's
+    (docs/retraining.md#two-roads). Every file is copied byte for byte and the manifest names the new bundle and its
+    weights in force; IndexMismatch unless the bundle folds the first `probe` tickets to the vectors stored for them."""
+    index, out = Path(index), Path(out)
+    reused = TicketIndex.load(index)
+    reused.model_hash, reused.layout = model_hash(bundle), Layout.of(scorer)
+    stored = np.asarray(reused.vectors.array[:probe], dtype=np.float32)
+    folded, _, _ = encoded_tickets(scorer, reused.layout, reused.tickets.head(probe), reused.topic_scale)
+    if folded.shape != stored.shape or not np.allclose(folded, stored, rtol=1e-3, atol=1e-5):
+        raise IndexMismatch(f"{bundle} folds the tickets of {index} otherwise than the model that built it (another ticket "
+                            f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
+    shutil.copytree(index, out)
+    reused.save(out, files=(MANIFEST,))
+    return reused
 
 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),

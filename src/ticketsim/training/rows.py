@@ -19,6 +19,7 @@ from ticketsim.config import Params, VariantConfig
 from ticketsim.evaluate.calibrate import CALIBRATOR, UNCALIBRATED, Calibrator, fit_calibrator
 from ticketsim.evaluate.report import BLOCK, block_of, reliability_plot
 from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.model.branches import TOWERS
 from ticketsim.model.saved import SCALES, write_variant
 from ticketsim.training.shift import THREADED, later_year_results
 from ticketsim.training.trainer import History
@@ -40,9 +41,9 @@ class Row:
 
     @property
     def cost(self) -> int:
-        """Rough training cost, to start the longest first: a fine-tuned encoder, then the LSTM, by its level pairs."""
+        """Rough training cost, to start the longest first: a fine-tuned encoder (F, Fq), then the LSTM, by its level pairs."""
         weighed = self.variant.weighed
-        return 1000 * ("F" in weighed) + 100 * ("h" in weighed) + len(self.variant.levels)
+        return 1000 * bool(weighed & set(TOWERS)) + 100 * ("h" in weighed) + len(self.variant.levels)
 
 
 def rows_of(params: Params, dataset: str, out: Path, plots: Path) -> list[Row]:

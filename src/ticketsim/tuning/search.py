@@ -85,7 +85,7 @@ def with_rescore_cache(problem: Prepared, cfg: TuneConfig, base_model: str | Pat
                         lexical_distances(problem.tokens, problem.params.bm25) if metric.channels.get("L") else None)
     needs_q, needs_t = metric.needs()
     q_rows, t_rows = inputs.queries.row(problem.pairs["query_id"]), inputs.tickets.row(problem.pairs["ticket_id"])
-    queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t)
+    queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t, tickets=True)
     cached = ({c: {k: v[q_rows] for k, v in comps.items()} for c, comps in queries.items()},
               {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()},
               {c: d.double() for c, d in inputs.pair_distances(metric, problem.pairs).items()})
