@@ -310,7 +310,7 @@ def test_the_cv_study_is_a_parent_run_with_a_child_run_per_trial_and_its_best_we
 
 def test_more_folds_than_queries_is_a_config_error_and_cv_needs_rescore_mode(tmp_path, corpus_and_tokens):
     params = cv_params(tmp_path, folds=1000)
-    with pytest.raises(ConfigError, match="k = 1000 folds: need 3 <= k <= "):
+    with pytest.raises(ConfigError, match="tune.folds: k = 1000 folds: need 3 <= k <= "):
         fold_models(cv_problem(params, *corpus_and_tokens), params.tune)
     with pytest.raises(ConfigError, match="cv_map re-scores fold models trained once; set tune.mode: rescore"):
         TuneConfig(mode="retrain")

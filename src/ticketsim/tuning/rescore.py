@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.config import TuneConfig, VariantConfig
+from ticketsim.config import ConfigError, TuneConfig, VariantConfig
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, encode_side, lexical_distances, vocabulary_index
@@ -92,7 +92,10 @@ def fold_models(problem: Prepared, cfg: TuneConfig) -> FoldModels:
     variant trained once for tune.epochs on the other folds (the next fold early-stopping it), and its vectors of the
     fold's pairs cached. The channel scales stay the train split's: vectors only, no label of a held-out query."""
     metric, seed = space_metric(cfg), problem.params.seed
-    folds = query_folds(problem.pairs["query_id"], cfg.folds, seed)
+    try:
+        folds = query_folds(problem.pairs["query_id"], cfg.folds, seed)
+    except ConfigError as error:
+        raise ConfigError(f"tune.folds: {error}") from None
     inputs = space_inputs(problem, metric)
     parts, caches, learned = [], [], []
     for fold in range(cfg.folds):

@@ -142,7 +142,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
     digest.update(fingerprint(problem.pairs).encode())
     digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
-    if cfg.mode == "rescore" and base_model is not None:
+    if cfg.mode == "rescore" and cfg.objective != "cv_map" and base_model is not None:   # cv_map trains its own
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
