@@ -35,8 +35,8 @@ from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.training.variant import SEARCH_SPLITS, Prepared, fingerprint, inputs_digest, prepare_files, train_variant
-from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
 from ticketsim.tuning.output import write_plots, write_tuned
+from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
