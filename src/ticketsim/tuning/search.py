@@ -5,8 +5,8 @@ model per fold is trained once on the others, and a trial re-weights each fold m
 queries: the MAP over all of them, each scored by a model that never saw it (ticketsim.tuning.rescore). Trial 0 is the
 W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
 
-Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev objective every
-epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
+Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev
+objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
 every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
 evaluation of those weights on that h, an approximation of what retraining with them would give.
 A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
@@ -51,7 +51,8 @@ def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str,
                          also=space_metric(params.tune).channels)
 
 
-# A trial's measures under the keys of every siamese and final run: a trial and a variant compare in one column.
+# A trial's metric keys: dev figures as every siamese and final run logs them (a trial and a variant compare in one
+# column), the CV MAP under its own key (no variant run has one).
 LOGGED = {"map": "dev.rerank.map", "mse": "dev.similarity.mse", "cv_map": "cv.rerank.map"}
 
 
