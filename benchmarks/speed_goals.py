@@ -56,7 +56,8 @@ def two_workers(folder: Path, trials: int) -> None:
     from ticketsim.config import SyntheticConfig, TextConfig
     from ticketsim.data.synthetic import generate
     from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-    from ticketsim.tuning.search import search, with_rescore_cache
+    from ticketsim.tuning.rescore import with_rescore_cache
+    from ticketsim.tuning.search import search
 
     corpus = generate(SyntheticConfig(n_tickets=80, n_labeled_queries=40, pairs_per_query=3, n_enduser_queries=6), seed=0)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))

@@ -1,4 +1,7 @@
 """Stage tune: the Optuna search of the final variant's W, V and hidden size on one dataset's train and dev pairs."""
+import sys
+
+from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
 from ticketsim.tuning.search import prepared_for_search, run
 
@@ -11,9 +14,12 @@ STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blst
 def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
-    run(params, stage.dataset,
-        lambda: prepared_for_search(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
-        args.out, args.metrics, args.plots, args.workers)
+    try:
+        run(params, stage.dataset,
+            lambda: prepared_for_search(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
+            args.out, args.metrics, args.plots, args.workers)
+    except ConfigError as error:   # one the data decides: e.g. tune.folds above the train + dev queries
+        sys.exit(f"tune@{stage.dataset}: {error}")
 
 
 if __name__ == "__main__":

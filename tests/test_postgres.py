@@ -99,7 +99,7 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
         "siamese": {"hidden": 8, "max_tokens": 20, "train": {"epochs": 3, "batch_size": 16, "patience": 3},
                     "variants": {"22": FINAL}, "final": "22"},
         "tune": {"enabled": True, "storage": storage, "n_trials": N_TRIALS, "timeout": None, "workers": 1, "mode": "retrain",
-                 "epochs": EPOCHS, "hidden": [8], "pruner": {"n_startup_trials": N_TRIALS, "n_warmup_steps": 0},
+                 "objective": "map", "epochs": EPOCHS, "hidden": [8], "pruner": {"n_startup_trials": N_TRIALS, "n_warmup_steps": 0},
                  "ranges": {"channels": {"h": [0.5, 1.0], "E": [0.0, 0.4], "T": [0.0, 0.4]},   # around FINAL's weights
                             "levels": dict.fromkeys(FINAL["levels"], [0.0, 0.4])}},
     }

@@ -1,4 +1,5 @@
-"""The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs."""
+"""The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs;
+the default objective cv_map (no query scored by a model that saw it, trial 0 the learned weights)."""
 import os
 from dataclasses import replace
 
@@ -7,9 +8,11 @@ import numpy as np
 import optuna
 import polars as pl
 import pytest
-from conftest import random_channel, tiny_corpus
+import torch
+from conftest import REPO, random_channel, tiny_corpus
 
 from ticketsim.config import (
+    ConfigError,
     DatasetConfig,
     Params,
     PrunerConfig,
@@ -21,18 +24,14 @@ from ticketsim.config import (
     VariantConfig,
     load_tuned,
 )
+from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.threads import torch_threads
 from ticketsim.training.variant import SEARCH_SPLITS, prepare, train_variant
+from ticketsim.tuning import rescore as rescore_module
+from ticketsim.tuning import search as search_module
 from ticketsim.tuning.output import write_tuned
-from ticketsim.tuning.search import (
-    default_measures,
-    dev_measures,
-    rescore,
-    run,
-    search,
-    trial_params,
-    with_rescore_cache,
-)
+from ticketsim.tuning.rescore import fold_models, rescore, with_rescore_cache
+from ticketsim.tuning.search import default_measures, dev_measures, run, search, trial_params
 from ticketsim.tuning.study import open_study
 
 # Around the paper's #22 (FINAL), which the searched variant of these tests is.
@@ -62,7 +61,7 @@ def make_params(tmp_path, **tune) -> Params:
                                           artifact_location=str(tmp_path / "art")),
                   siamese=SiameseParams(hidden=8, max_tokens=20, variants={"22": FINAL}, final="22",
                                         train=TrainConfig(epochs=3, batch_size=16, patience=3)),
-                  tune=TuneConfig(**{"enabled": True, "storage": f"sqlite:///{tmp_path / 'optuna.db'}", "epochs": 3,
+                  tune=TuneConfig(**{"storage": f"sqlite:///{tmp_path / 'optuna.db'}", "epochs": 3, "objective": "map",
                                      "n_trials": 6, "timeout": None, "ranges": RANGES, **tune}))
 
 
@@ -174,7 +173,8 @@ def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpu
     assert result["trials"] == {"complete": 3}
     study = optuna.load_study(study_name=result["study"], storage=params.tune.storage)
     values = [t.value for t in study.trials]
-    assert result["best"] == {"value": max(values), "trial": values.index(max(values)), "dev": study.best_trial.user_attrs["dev"]}
+    assert result["best"] == {"value": max(values), "trial": values.index(max(values)),
+                              "measures": study.best_trial.user_attrs["measures"]}
     assert study.trials[0].user_attrs["final"] and result["default"]["value"] == values[0]
     tuned = load_tuned(tmp_path / "tuned.yaml")   # the best trial's weights, as the final stage reads them
     best = searched_variant(study.best_params)
@@ -203,3 +203,121 @@ def test_a_tuned_file_reads_back_as_the_variant_written_small_learning_rates_inc
     variant = replace(FINAL, train={"optimizer": "adamw", "lr": 3e-05, "epochs": 4}, hidden=8)
     write_tuned(variant, tmp_path / "tuned.yaml", "a note")
     assert load_tuned(tmp_path / "tuned.yaml") == variant
+
+
+# ---------------------------------------------------------------- the default objective: CV MAP over train + dev queries
+
+# As siamese.final's A+L: an adapter over cached S and BM25, W and V learned (over random S: seconds a fold model).
+MULTI = {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3, "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}
+ADAPTED = VariantConfig(channels={"A": 1.0, "L": 0.5}, levels=MULTI, learn=True, loss="pairwise",
+                        train={"optimizer": "adamw", "lr": 0.01})
+
+
+def cv_params(tmp_path, **tune) -> Params:
+    params = make_params(tmp_path, **{"objective": "cv_map", "folds": 4, "n_trials": 4, "ranges": SearchSpace(
+        channels={"A": (0.5, 3.0), "L": (0.0, 2.0)}, levels=dict.fromkeys(MULTI, (0.0, 1.0))), **tune})
+    return replace(params, siamese=replace(params.siamese, variants={"A+L": ADAPTED}, final="A+L"))
+
+
+def cv_problem(params: Params, corpus, tokens):
+    table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
+    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=SEARCH_SPLITS)
+
+
+def learned_mean(models) -> dict[str, float]:
+    """The models' learned W and V averaged, as Optuna params (W_<channel>, V_<level>)."""
+    with torch.no_grad():
+        learned = [m.metric(None) for m in models]
+    return ({f"W_{c}": np.mean([float(w.channels[c]) for w in learned]) for c in ADAPTED.channels}
+            | {f"V_{k}": np.mean([float(w.levels[k]) for w in learned]) for k in ADAPTED.levels})
+
+
+def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_starts_from_the_learned_weights(
+        tmp_path, corpus_and_tokens, monkeypatch):
+    params = cv_params(tmp_path)
+    problem = cv_problem(params, *corpus_and_tokens)
+    queries = sorted(set(problem.pairs["query_id"]))
+    seen, scored, caches, per_trial, built = {}, {}, {}, [], []   # keyed by the fold model itself
+
+    def train(data, *args, **kwargs):     # which queries each fold model trained or early-stopped on
+        trained = train_variant(data, *args, **kwargs)
+        seen[trained.model] = set(data.pairs.filter(pl.col("split") != "test")["query_id"])
+        return trained
+
+    def cache(model, inputs, pairs, metric):   # which queries each fold model's vectors are kept for
+        scored[model], caches[model] = pairs, cached_vectors(model, inputs, pairs, metric)
+        return caches[model]
+
+    def per_query(pairs, scores, depth):  # which queries a trial scores
+        per_trial.append(list(pairs["query_id"].unique()))
+        return selection_per_query(pairs, scores, depth)
+
+    cached_vectors, selection_per_query = rescore_module.cached_vectors, rescore_module.per_query
+    for name, wrapper in (("train_variant", train), ("cached_vectors", cache), ("per_query", per_query)):
+        monkeypatch.setattr(rescore_module, name, wrapper)
+    monkeypatch.setattr(search_module, "fold_models", lambda *args: built.append(fold_models(*args)) or built[-1])
+    study = search(problem, params.tune, "cv")
+
+    assert len(seen) == len(scored) == params.tune.folds    # one model per fold, trained once for all the trials
+    for model, pairs in scored.items():
+        assert not set(pairs["query_id"]) & seen[model]
+        assert set(pairs["query_id"]) | seen[model] == set(queries)
+    folds = [sorted(set(pairs["query_id"])) for pairs in scored.values()]
+    assert sorted(q for fold in folds for q in fold) == queries   # the folds' scored queries: disjoint, all of them
+    assert len(per_trial) == len(study.trials) == params.tune.n_trials
+    assert all(sorted(trial) == queries for trial in per_trial)   # each trial: every query once
+
+    # each pair is scored on the vectors of the model of its own fold
+    held_out, = (folds.held_out for folds in built)
+    other = VariantConfig(channels={"A": 2.0, "L": 1.0}, levels=dict.fromkeys(MULTI, 0.5))
+    for model, pairs in scored.items():
+        rows = held_out.pairs.with_row_index().join(pairs.select("query_id", "ticket_id"), on=["query_id", "ticket_id"])["index"]
+        alone = rescore(replace(held_out, pairs=pairs, cached=caches[model]), other)
+        assert np.allclose(rescore(held_out, other)[rows.to_numpy()], alone)
+
+    # trial 0: the W and V the fold models learned (their mean), not the variant's starting values
+    first = study.trials[0]
+    assert first.user_attrs["final"] and first.params == pytest.approx(learned_mean(seen))
+    assert first.params != pytest.approx(trial_params(ADAPTED, 8, params.tune))
+
+
+@pytest.mark.slow
+def test_the_cv_study_is_a_parent_run_with_a_child_run_per_trial_and_its_best_weights_are_tuned(
+        tmp_path, corpus_and_tokens, monkeypatch):
+    for variable in ("TICKETSIM_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(variable, raising=False)
+    params = cv_params(tmp_path)
+    result = run(params, "tiny", lambda: cv_problem(params, *corpus_and_tokens), tmp_path / "tuned.yaml",
+                 tmp_path / "tune.json", tmp_path / "plots")
+
+    study = optuna.load_study(study_name=result["study"], storage=params.tune.storage)
+    assert result["objective"] == "cv_map" and result["default"]["value"] == study.trials[0].value
+    assert result["best"]["value"] == study.best_value >= study.trials[0].value
+    tuned = load_tuned(tmp_path / "tuned.yaml")       # what the final stage trains: the best trial's weights
+    assert tuned.channels == pytest.approx({k[2:]: v for k, v in study.best_params.items() if k.startswith("W_")}, abs=1e-4)
+
+    client = mlflow.MlflowClient(tracking_uri=params.tracking.uri)
+    experiment = client.get_experiment_by_name("tune-test")
+    parent, = client.search_runs([experiment.experiment_id], "attributes.run_name = 'tune@tiny'")
+    children = {c.info.run_name: c for c in client.search_runs([experiment.experiment_id],
+                                                               f"tags.mlflow.parentRunId = '{parent.info.run_id}'")}
+    assert sorted(children) == [f"trial {t.number}" for t in study.trials]
+    for trial in study.trials:
+        child = children[f"trial {trial.number}"]
+        assert {k: float(v) for k, v in child.data.params.items()} == pytest.approx({sanitize(k): v for k, v in trial.params.items()})
+        assert child.data.metrics["cv.rerank.map"] == pytest.approx(trial.value)
+
+
+def test_more_folds_than_queries_is_a_config_error_and_cv_needs_rescore_mode(tmp_path, corpus_and_tokens):
+    params = cv_params(tmp_path, folds=1000)
+    with pytest.raises(ConfigError, match="tune.folds: k = 1000 folds: need 3 <= k <= "):
+        fold_models(cv_problem(params, *corpus_and_tokens), params.tune)
+    with pytest.raises(ConfigError, match="cv_map re-scores fold models trained once; set tune.mode: rescore"):
+        TuneConfig(mode="retrain")
+
+
+def test_the_default_search_is_on_and_cross_validated():
+    from ticketsim.config import load_params
+
+    for tune in (TuneConfig(), load_params(REPO / "params.yaml").tune):
+        assert tune.enabled and tune.objective == "cv_map" and tune.mode == "rescore" and tune.folds == 5

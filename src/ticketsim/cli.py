@@ -321,8 +321,8 @@ def positive(text: str) -> int:
 
 
 def tune_command(args: argparse.Namespace) -> int:
-    """The tune stage's work on the files `dvc repro` leaves: the channel caches there are, and the siamese stage's
-    model of siamese.final when it has run (else the search trains one)."""
+    """The tune stage's work on the files `dvc repro` leaves: the channel caches there are, and for a dev objective the
+    siamese stage's model of siamese.final when it has run (else the search trains one; cv_map trains its fold models)."""
     from ticketsim.config import load_params, stage_paths
     from ticketsim.model.saved import WEIGHTS
     from ticketsim.tuning.search import prepared_for_search, run  # torch and optuna

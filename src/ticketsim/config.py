@@ -408,15 +408,17 @@ class SearchSpace:
 class TuneConfig:
     """The Optuna search of the final variant's W, V and hidden size (ticketsim.tuning.search), on the train and dev pairs only."""
 
-    enabled: bool = False           # false: no search, the tuned file gets the final variant's own (learned) weights
+    enabled: bool = True            # false: no search, the tuned file gets the final variant's configured weights
     storage: str = "sqlite:///optuna.db"   # any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study
     study: str = "ticketsim-tune"   # study name prefix: <study>-<dataset>-<hash of the search config and data>
     n_trials: int = bounded(20, low=1)   # finished (complete or pruned) trials of the study, over every worker and resume
     timeout: float | None = 600.0   # seconds a worker keeps starting trials
     workers: int = bounded(1, low=1)   # processes running trials of the study at once
     sampler: Literal["tpe", "grid"] = "tpe"     # tpe: continuous ranges; grid: TPE over the paper's grid values only
-    mode: Literal["rescore", "retrain"] = "rescore"   # rescore: one trained model, new W and V on its cached h
-    objective: Literal["map", "mse"] = "map"    # dev rerank MAP (maximised) or dev MSE of calibrated scores (minimised)
+    mode: Literal["rescore", "retrain"] = "rescore"   # rescore: models trained once, new W and V on their cached vectors
+    objective: Literal["cv_map", "map", "mse"] = "cv_map"   # CV MAP over train + dev queries, dev MAP (both maximised) or
+                                    # dev MSE of calibrated scores (minimised)
+    folds: int = bounded(5, low=3)  # cv_map: folds of the train + dev queries, a model trained once per fold
     ranges: SearchSpace = SearchSpace(   # around siamese.final's (`A+L`) weights, which must lie inside
         channels={"A": (0.5, 3.0), "L": (0.0, 2.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
@@ -428,6 +430,11 @@ class TuneConfig:
     hidden: tuple[int, ...] = (50,)  # LSTM sizes to try (retrain mode; rescore keeps siamese.hidden)
     epochs: int = 10                # training epochs per trial (retrain) or of the one model (rescore)
     pruner: PrunerConfig = PrunerConfig()
+
+    def __post_init__(self) -> None:
+        if self.objective == "cv_map" and self.mode != "rescore":
+            raise ConfigError("tune.objective: cv_map re-scores fold models trained once; set tune.mode: rescore, or "
+                              "objective: map to train a model per trial")
 
 
 @dataclass(frozen=True)

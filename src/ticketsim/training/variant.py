@@ -89,7 +89,7 @@ class Prepared:
     mined: Mined | None                     # the self-supervised pairs (variants with selfsup: true; no labels)
     digest: str = ""                        # inputs_digest of tokens, word table and channels: in every checkpoint's meta
     labelled: bool = True                   # else tickets only: trained on mined pairs, nothing to evaluate
-    cached: tuple[dict, dict, dict] | None = None  # the tuner's rescore cache (ticketsim.tuning.search.with_rescore_cache)
+    cached: tuple[dict, dict, dict] | None = None  # the tuner's rescore cache (ticketsim.tuning.rescore)
 
     @property
     def siamese(self) -> SiameseParams:

@@ -1,7 +1,12 @@
 """The Optuna search of the final variant's channel weights W, level weights V and LSTM size, on train and dev pairs only.
 
-Two modes. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev objective every
-epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
+The default objective, `cv_map`, is honest about the choice: the train + dev queries are dealt into tune.folds folds, a
+model per fold is trained once on the others, and a trial re-weights each fold model's cached vectors of its own fold's
+queries: the MAP over all of them, each scored by a model that never saw it (ticketsim.tuning.rescore). Trial 0 is the
+W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
+
+Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev
+objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
 every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
 evaluation of those weights on that h, an approximation of what retraining with them would give.
 A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
@@ -28,12 +33,10 @@ import torch
 from ticketsim.config import Params, TuneConfig, VariantConfig
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
-from ticketsim.model.inputs import Inputs, build_inputs, encode_side, lexical_distances, vocabulary_index
-from ticketsim.model.metric import MetricConfig, metric_of, similarity
-from ticketsim.model.saved import WEIGHTS, load_model, read_inputs
-from ticketsim.model.scores import side_channels
+from ticketsim.model.saved import WEIGHTS
 from ticketsim.training.variant import SEARCH_SPLITS, Prepared, fingerprint, inputs_digest, prepare_files, train_variant
 from ticketsim.tuning.output import write_plots, write_tuned
+from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
@@ -48,54 +51,15 @@ def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str,
                          also=space_metric(params.tune).channels)
 
 
+# A trial's metric keys: dev figures as every siamese and final run logs them (a trial and a variant compare in one
+# column), the CV MAP under its own key (no variant run has one).
+LOGGED = {"map": "dev.rerank.map", "mse": "dev.similarity.mse", "cv_map": "cv.rerank.map"}
+
+
 def dev_measures(problem: Prepared, scores: np.ndarray) -> dict[str, float]:
     """Dev rerank MAP and the dev MSE of scores calibrated on train (the retrieve protocol is left to the stages)."""
     dev = evaluate_method(problem.pairs, scores, None, problem.params.evaluation)["dev"]
     return {"map": dev["rerank"]["map"], "mse": dev["similarity"]["mse"]}
-
-
-def space_metric(cfg: TuneConfig) -> MetricConfig:
-    """Every channel and level the search can weigh: what a rescore cache must hold."""
-    return MetricConfig(channels=dict.fromkeys(cfg.ranges.channels, 1.0), levels=dict.fromkeys(cfg.ranges.levels, 1.0))
-
-
-def with_rescore_cache(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> Prepared:
-    """Every pair's query and ticket vectors of every channel the space weighs, from one model of the final variant.
-
-    The model is the siamese stage's (`base_model`: its folder, trained on train pairs, early-stopped on dev) or,
-    without one, trained here for tune.epochs.
-    """
-    metric = space_metric(cfg)
-    cached = [v for v in problem.channels if v.channel in metric.channels]
-    if base_model is None:
-        model = train_variant(problem, problem.final, problem.params.seed, problem.siamese.hidden, cfg.epochs).model
-        inputs = build_inputs(problem.tokens, cached, metric, problem.siamese.max_tokens, problem.params.bm25)
-    else:
-        base_model = Path(base_model)
-        try:
-            scales, words = read_inputs(base_model)
-            model = load_model(base_model, problem.final, problem.siamese.encoder, scales)
-        except ValueError as error:
-            raise ValueError(f"{error}; point it at models/<dataset>/siamese/<siamese.final> or drop it to train one here") from None
-        index, (needs_q, needs_t) = vocabulary_index(words), metric.needs()
-        inputs = Inputs(encode_side(problem.tokens.queries, "query_id", sorted(needs_q.get("h", ())), index, problem.siamese.max_tokens,
-                                    cached, "queries"),
-                        encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, problem.siamese.max_tokens,
-                                    cached, "tickets"), words,
-                        lexical_distances(problem.tokens, problem.params.bm25) if metric.channels.get("L") else None)
-    needs_q, needs_t = metric.needs()
-    q_rows, t_rows = inputs.queries.row(problem.pairs["query_id"]), inputs.tickets.row(problem.pairs["ticket_id"])
-    queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t, tickets=True)
-    cached = ({c: {k: v[q_rows] for k, v in comps.items()} for c, comps in queries.items()},
-              {c: {k: v[t_rows] for k, v in comps.items()} for c, comps in tickets.items()},
-              {c: d.double() for c, d in inputs.pair_distances(metric, problem.pairs).items()})
-    return replace(problem, cached=cached)
-
-
-def rescore(problem: Prepared, variant: VariantConfig) -> np.ndarray:
-    """g of every pair with new weights on the cached vectors: no training."""
-    queries, tickets, pair = problem.cached
-    return similarity(queries, tickets, metric_of(variant), pair=pair).numpy()
 
 
 def suggest(trial: optuna.Trial, cfg: TuneConfig, final: VariantConfig, default_hidden: int) -> tuple[VariantConfig, int]:
@@ -127,7 +91,10 @@ def tuned_from(params: dict[str, float], problem: Prepared) -> VariantConfig:
 
 def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, hidden: int,
                    report: Callable[[int, float], None] | None = None) -> dict[str, float]:
-    """Dev MAP and MSE of one weighting: rescored on the cache, or a model trained with it."""
+    """The measures of one weighting: its CV MAP on the fold models (`problem` from trial_problem), or dev MAP and MSE
+    rescored on the cache or of a model trained with it."""
+    if cfg.objective == "cv_map":
+        return {"cv_map": cv_map(problem, variant)}
     if cfg.mode == "rescore":
         return dev_measures(problem, rescore(problem, variant))
     def on_epoch(phase: str, epoch: int, scores: Callable[[], np.ndarray]) -> None:
@@ -162,9 +129,8 @@ def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str |
                     set_tags({"trial_state": "pruned"})
                     raise
                 set_tags({"trial_state": "complete"})
-                # the keys of every siamese and final run: trials and variants compare in one column
-                log_metrics({"dev": {"rerank": {"map": measures["map"]}, "similarity": {"mse": measures["mse"]}}})
-        trial.set_user_attr("dev", measures)
+                log_metrics({LOGGED[k]: v for k, v in measures.items()})
+        trial.set_user_attr("measures", measures)
         return measures[cfg.objective]
 
     return run_trial
@@ -177,7 +143,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
     digest.update(fingerprint(problem.pairs).encode())
     digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
-    if cfg.mode == "rescore" and base_model is not None:
+    if cfg.mode == "rescore" and cfg.objective != "cv_map" and base_model is not None:   # cv_map trains its own
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
@@ -204,14 +170,19 @@ def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, track
 
 def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
            parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
-    """Run the study with `workers` processes on its storage (1: in this process); the final variant's point first."""
+    """Run the study with `workers` processes on its storage (1: in this process); trial_problem's default point first."""
     study, created = create_or_load(cfg, name, problem.params.seed)
     if finished(study) >= cfg.n_trials:
         return study
-    if cfg.sampler == "tpe" and created:   # at once: workers of other launches may be taking trials already
-        study.enqueue_trial(trial_params(problem.final, problem.siamese.hidden, cfg), user_attrs={"final": True})
-    if cfg.mode == "rescore" and problem.cached is None:
-        problem = with_rescore_cache(problem, cfg, base_model)
+    queue = lambda variant, **options: study.enqueue_trial(  # noqa: E731
+        trial_params(variant, problem.siamese.hidden, cfg), user_attrs={"final": True}, **options)
+    if cfg.sampler == "tpe" and created and cfg.objective != "cv_map":  # at once: workers of other launches may be taking trials
+        queue(problem.final)
+    problem, default = trial_problem(problem, cfg, base_model)
+    if cfg.sampler == "tpe" and cfg.objective == "cv_map":
+        # Known once the fold models are trained, by every launch alike: a launch resuming a study whose first launch
+        # died while they trained queues it then; Optuna skips it where it is queued or run already.
+        queue(default, skip_if_exists=True)
     # Sampler seeds seed + i: reproducible for the launch that creates the study. A launch joining it (another machine,
     # or a resumed run) starts from its own random offset, or its workers would propose the points the others propose.
     first = 0 if created else random.SystemRandom().randrange(1, 2**30)
@@ -231,8 +202,20 @@ def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, trac
     return open_study(cfg, name, problem.params.seed)
 
 
+def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[Prepared, VariantConfig]:
+    """What the trials read, and trial 0's weights: with objective cv_map the fold models' held-out pairs and the W and
+    V they learned (their mean); in rescore mode one model's cache, in retrain mode `problem` itself, and siamese.final's
+    weights."""
+    if cfg.objective == "cv_map":
+        folds = fold_models(problem, cfg)
+        return folds.held_out, folds.learned
+    if cfg.mode == "rescore" and problem.cached is None:
+        return with_rescore_cache(problem, cfg, base_model), problem.final
+    return problem, problem.final
+
+
 def summary(study: optuna.Study, problem: Prepared, cfg: TuneConfig, default: dict[str, float], seconds: float) -> dict:
-    """Best vs the final variant's weights (dev MAP and MSE), trials by state, and the epochs pruning saved."""
+    """Best vs trial 0's weights (the objective's measures), trials by state, and the epochs pruning saved."""
     trials = study.get_trials(deepcopy=False)
     states = {state.name.lower(): sum(t.state == state for t in trials) for state in optuna.trial.TrialState}
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
@@ -240,21 +223,20 @@ def summary(study: optuna.Study, problem: Prepared, cfg: TuneConfig, default: di
     saved = sum(cfg.epochs - len(t.intermediate_values) for t in pruned)
     best = study.best_trial
     return {"objective": cfg.objective, "mode": cfg.mode, "sampler": cfg.sampler, "study": study.study_name,
-            "best": {"value": best.value, "trial": best.number, "dev": best.user_attrs.get("dev", {})},
-            "default": {"value": default[cfg.objective], "dev": default},
+            "best": {"value": best.value, "trial": best.number, "measures": best.user_attrs.get("measures", {})},
+            "default": {"value": default[cfg.objective], "measures": default},
             "trials": {k: v for k, v in states.items() if v},
             "pruning": {"epochs_saved": saved, "epoch_budget": budget, "share_saved": round(saved / budget, 3) if budget else 0.0},
             "seconds": round(seconds, 1)}
 
 
 def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> dict[str, float]:
-    """The final variant's own dev figures: its enqueued trial when it finished, else evaluated here."""
+    """Trial 0's measures: its trial's when it finished, else evaluated here."""
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         if trial.user_attrs.get("final"):
-            return trial.user_attrs["dev"]
-    if cfg.mode == "rescore" and problem.cached is None:
-        problem = with_rescore_cache(problem, cfg, base_model)
-    return evaluate_trial(problem, cfg, problem.final, problem.siamese.hidden)
+            return trial.user_attrs["measures"]
+    problem, default = trial_problem(problem, cfg, base_model)
+    return evaluate_trial(problem, cfg, default, problem.siamese.hidden)
 
 
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
@@ -282,7 +264,7 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
             study = search(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
             result = summary(study, problem, cfg, default_measures(study, problem, cfg, base_model), time.perf_counter() - started)
             tuned = tuned_from(study.best_params, problem)
-            write_tuned(tuned, out, f"best of Optuna study {name} (dev {cfg.objective} {study.best_value:.4f}); "
+            write_tuned(tuned, out, f"best of Optuna study {name} ({cfg.objective} {study.best_value:.4f}); "
                                     f"written by the tune stage")
             log_dict(asdict(tuned) | {"study": name, "value": study.best_value}, "best_params.json")
             result["skipped_plots"] = write_plots(study, plots)
