@@ -21,7 +21,7 @@ import polars as pl
 import torch
 from tqdm import tqdm
 
-from ticketsim.config import load_params, stage_paths
+from ticketsim.config import Params, load_params, stage_paths
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import rerank_means
@@ -179,6 +179,29 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def load_problem(workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
+                 splits: tuple[str, ...] = SEARCH_SPLITS) -> tuple[Params, Prepared]:
+    """The workspace's params and the Prepared of `dataset` from the tuner's files (the same inputs), with the cached
+    channels the named variants read and `channels`; one-line errors for an unknown name or a missing cache."""
+    params = load_params(workspace / "params.yaml")
+    params.dataset(dataset)
+    every = {**params.siamese.variants, **params.siamese.finetuned}
+    unknown = [name for name in names if name not in every]
+    if unknown:
+        raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
+    files = stage_paths("tune", dataset, workspace)
+    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
+    needed = {c for name in names for c in reads(metric_of(every[name])) if c in cached} | set(channels)
+    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
+    missing += [files[key] for key in ("corpus", "tokens", "word2vec", "char_blstm") if not Path(files[key]).exists()]
+    if missing:
+        raise StepError(f"{', '.join(missing)} missing: run `dvc repro sentence_encoder@{dataset} embedding@{dataset}` in "
+                        f"{workspace} first")
+    present = [path for path in cached.values() if Path(path).is_file()]
+    return params, prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
+                                 [every[name] for name in names], splits=splits, also=cached)
+
+
 def command(args: argparse.Namespace) -> None:
     """`ticketsim select` (its arguments: ticketsim.cli)."""
     if args.merge:
@@ -189,23 +212,7 @@ def command(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
-    params = load_params(args.workspace / "params.yaml")
-    params.dataset(args.dataset)
-    every = {**params.siamese.variants, **params.siamese.finetuned}
-    unknown = [name for name in args.variants if name not in every]
-    if unknown:
-        raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
-    files = stage_paths("tune", args.dataset, args.workspace)     # the files the tuner reads: the same inputs
-    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
-    needed = {c for name in args.variants for c in reads(metric_of(every[name])) if c in cached}
-    needed |= {"S"} if args.baselines else set()
-    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
-    if missing:
-        raise StepError(f"{', '.join(missing)} missing: run `dvc repro` in {args.workspace} first (channel S: stage "
-                        f"sentence_encoder@{args.dataset})")
-    channels = [path for path in cached.values() if Path(path).is_file()]
-    problem = prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels,
-                            [every[name] for name in args.variants], splits=SEARCH_SPLITS, also=cached)
+    params, problem = load_problem(args.workspace, args.dataset, args.variants, {"S"} if args.baselines else set())
     epochs, cv_seeds = args.epochs, len(args.seeds) if args.cv_seeds is None else args.cv_seeds
 
     results = {}
