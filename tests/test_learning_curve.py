@@ -5,13 +5,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import mlflow
 import numpy as np
 import polars as pl
 import pytest
 
 from ticketsim.config import ConfigError
 from ticketsim.training import learning_curve as lc
-from ticketsim.training.curve_report import write
+from ticketsim.training.curve_report import log, write
 from ticketsim.training.selection import query_folds
 from ticketsim.training.variant import prepare
 
@@ -111,6 +112,20 @@ def test_sizes_above_the_pool_are_skipped_and_the_cli_writes_its_table_json_and_
     assert f"skipped, above the smallest pool: {pool + 1}" in printed
     assert json.loads((tmp_path / "curve.json").read_text())["curves"]["22"][0]["size"] == "4"
     assert (tmp_path / "img" / "curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+
+def test_the_curve_run_logs_what_was_run_the_table_and_the_files(tmp_path):
+    files = [tmp_path / "curve.json", tmp_path / "curve.png"]
+    for path in files:
+        path.write_text("{}")
+    params = make_params(tmp_path)
+    report = {"dataset": "tiny", "sizes": ["4", "all"], "seeds": [0], "folds": 3, "curves": {"22": []}, "reference": "zero"}
+    log(params, report, "the table", files)
+    client = mlflow.MlflowClient(params.tracking.uri)
+    [run] = client.search_runs([client.get_experiment_by_name(params.tracking.experiment).experiment_id])
+    assert run.data.tags["stage"] == "curve" and run.data.params["sizes"] == "4 all" and run.data.params["reference"] == "zero"
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"curve.md", "curve.json", "curve.png"}
 
 
 @pytest.mark.slow     # 6 small trainings: 90 s under load
