@@ -14,7 +14,7 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.errors import StepError
-from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size
+from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size, pool_sizes, runnable
 from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
 from ticketsim.training.variant import SEARCH_SPLITS
 
@@ -36,9 +36,10 @@ def markdown(report: dict) -> str:
     """The curves, one row per configuration and size, then the untrained lines (0 judged queries)."""
     extra = report["extra"]
     skipped = (f"; skipped, above the smallest pool: {', '.join(report['skipped'])}" if report["skipped"] else "")
+    low, high = report["pool"]
     lines = [f"{report['dataset']}: rerank MAP (%) by {report['folds']}-fold CV over {report['queries']} train + dev "
              f"queries, seeds {' '.join(map(str, report['seeds']))}; each fold's model trains on n judged queries of "
-             f"its pool of {report['pool'][0]}-{report['pool'][1]} (`all`: the whole pool){skipped}", "",
+             f"its pool of {low if low == high else f'{low}-{high}'} (`all`: the whole pool){skipped}", "",
              "| configuration | judged queries | CV MAP (mean ± std over seeds) | "
              + "".join(f"{name} MAP | " for name in extra) + f"vs {report['reference']} (paired, points) |",
              "| --- | ---: | ---: | " + "---: | " * len(extra) + "--- |"]
@@ -115,7 +116,8 @@ def command(args: argparse.Namespace) -> None:
         raise StepError(f"--variants {' '.join(args.variants)}: none learns from labels, so there is no curve to draw")
     baselines = {name: scores for name, scores in baseline_scores(problem, params).items() if name in ("BM25", S_ROW)}
     reference = args.reference or next((n for n, v in variants.items() if not v.labels), S_ROW)
-    models = sum(v.labels for v in variants.values()) * len(sizes) * len(args.seeds) * args.folds
+    run = runnable(sizes, min(pool_sizes(problem, args.folds, args.seeds)))[0]
+    models = sum(v.labels for v in variants.values()) * len(run) * len(args.seeds) * args.folds
     with tqdm(total=models, desc="curve", unit="model") as bar:
         report = learning_curve(problem, variants, baselines, sizes, args.seeds, args.folds, args.extra, reference,
                                 epochs=args.epochs, on_model=lambda: bar.update(1))

@@ -71,6 +71,11 @@ def pools(data: Prepared, k: int, seed: int) -> list[list[str]]:
     return [sorted({q for q, f in folds.items() if f not in (held_out, (held_out + 1) % k)}) for held_out in range(k)]
 
 
+def pool_sizes(data: Prepared, k: int, seeds: Sequence[int]) -> list[int]:
+    """The size of every fold's pool for every seed."""
+    return [len(pool) for seed in seeds for pool in pools(data, k, seed)]
+
+
 def runnable(sizes: Sequence[str], smallest_pool: int) -> tuple[list[str], list[str]]:
     """The sizes that fit every fold's pool (in the order given), and those skipped for being above the smallest."""
     fits = [s for s in sizes if (parse_size(s) or 0) <= smallest_pool]
@@ -119,8 +124,8 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
     (a line's name) on each query's AP averaged over the seeds."""
     for size in sizes:
         parse_size(size)
-    pool_sizes = [len(pool) for seed in seeds for pool in pools(data, k, seed)]
-    run, skipped = runnable(sizes, min(pool_sizes))
+    pooled = pool_sizes(data, k, seeds)
+    run, skipped = runnable(sizes, min(pooled))
     lines = {name: untrained_point(data, scores, extra) for name, scores in baselines.items()}
     lines |= {name: untrained_point(data, train_variant(data, variant, seeds[0], hidden, epochs).pair_scores(), extra)
               for name, variant in variants.items() if not variant.labels}
@@ -132,13 +137,13 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
         for size in run:
             runs = [trained_point(data, variant, parse_size(size), seed, k, extra, hidden, epochs, on_model) for seed in seeds]
             ap = mean_ap([by_query for by_query, _ in runs])
-            points.append({"size": size, "queries": parse_size(size) or float(np.mean(pool_sizes)),
+            points.append({"size": size, "queries": parse_size(size) or float(np.mean(pooled)),
                            "cv_map": spread([rerank_means(by_query)["map"] for by_query, _ in runs]),
                            "extra": {split: spread([maps[split] for _, maps in runs]) for split in extra},
                            "query_ap": none_for_nan(ap),
                            "vs_reference": paired_test(ap, mean_ap([lines[reference][0]]), n=resamples) if reference else None})
         curves[name] = points
-    return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pool_sizes), max(pool_sizes)],
+    return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
             "sizes": run, "skipped": skipped, "extra": list(extra), "reference": reference, "curves": curves,
             "lines": {name: {"cv_map": rerank_means(by_query)["map"], "extra": maps, "query_ap": none_for_nan(mean_ap([by_query]))}
                       for name, (by_query, maps) in lines.items()}}
