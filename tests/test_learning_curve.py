@@ -128,7 +128,7 @@ def test_the_curve_run_logs_what_was_run_the_table_and_the_files(tmp_path):
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"curve.md", "curve.json", "curve.png"}
 
 
-@pytest.mark.slow     # 6 small trainings: 90 s under load
+@pytest.mark.slow     # 6 small trainings: 1.5-2 minutes under load
 def test_a_trained_curve_gives_maps_for_every_size(problem):
     report = curve(problem, ["4", "all"], seeds=[0], epochs=1)
     for point in report["curves"]["22"]:
