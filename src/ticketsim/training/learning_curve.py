@@ -4,11 +4,13 @@ scored by cross-validation over queries, beside what needs no judged query (zero
 How it scores, and why: the k-fold cross-validation of ticketsim.training.selection (folds by query over the train +
 dev queries; fold f scored, fold f + 1 early-stops, the other folds are the pool of judged queries), except that each
 fold's model trains on n queries sampled from its pool. Every train + dev query is scored once per seed by a model
-that never trained on it, the figure at each n is over the same queries as the untrained lines, and a fold costs one
-model, as one dev model would, while one dev split of ~50 queries has an interval of several points. The pool of a
-fold holds k - 2 folds' queries (90 of synthetic's 150 at k = 5): a size above the smallest pool is skipped, and
-`all` is each fold's whole pool. The sample is the first n of the pool in an order seeded by (seed, fold), so for one
-seed and fold the 25 are among the 50: the curve shows queries added, not another draw.
+that never trained on it, and each point is over the same queries as the untrained lines. Training on the sample and
+scoring the dev split instead would cost one model a point, not k, but its ~50 queries have an interval of several
+points and they would also have early-stopped the model. The channel scales stay those of the data's train split, as
+in cross_validate (vectors only, no label). A fold's pool holds k - 2 folds' queries (90 of synthetic's 150 at k = 5,
+112-114 at k = 8): a size above the smallest pool is skipped, and `all` is each fold's whole pool. The sample is the
+first n of the pool in an order seeded by (seed, fold), so for one seed and fold the 25 are among the 50: the curve
+shows queries added, not another draw.
 
 Extra scored sets (`extra`, e.g. a shift split of queries phrased unlike train and dev): their pairs are never
 trained on; each fold's model scores them too and a seed's figure is the mean over its k models.
