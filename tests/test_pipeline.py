@@ -88,6 +88,22 @@ def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads
     assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "A+L"), ("A+L", "BM25")}
 
 
+
+def test_ticketsim_curve_trains_on_judged_queries_of_train_and_dev_and_writes_its_table_json_and_png(repro_workspace, tmp_path):
+    out, png = tmp_path / "curve.json", tmp_path / "curve.png"
+    done = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "A+L",
+               "--sizes", "5", "1000", "all", "--seeds", "1", "--folds", "3", "--epochs", "1", "--out", str(out),
+               "--plot", str(png), "--no-mlflow", cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["sizes"] == ["5", "all"] and report["skipped"] == ["1000"] and "| A+L | 5 |" in done.stdout
+    pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
+    chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
+    assert set(report["curves"]["A+L"][0]["query_ap"]) == chosen_on and {"BM25", "S#14 zero-shot (cosine)"} == set(report["lines"])
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    refused = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "nope",
+                  cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and "--variants nope: not in siamese.variants" in refused.stderr
+
 SEMEVAL_TEST = """<?xml version="1.0" encoding="utf-8"?>
 <xml version="1.0">
 <OrgQuestion ORGQ_ID="Q1"><OrgQSubject>pump getting hot</OrgQSubject><OrgQBody>pump runs hot since monday</OrgQBody>

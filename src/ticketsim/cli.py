@@ -346,6 +346,13 @@ def select_command(args: argparse.Namespace) -> int:
     return OK
 
 
+def curve_command(args: argparse.Namespace) -> int:
+    from ticketsim.training.curve_report import command  # torch
+
+    command(args)
+    return OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ticketsim", description=__doc__, epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -424,6 +431,27 @@ def main(argv: list[str] | None = None) -> int:
     select.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
                         help="no training: one report of these --out reports of other seeds (same data and configurations)")
     select.set_defaults(run=select_command)
+    curve = commands.add_parser("curve", help="a learning curve: CV MAP of trained configurations on 25, 50, ... judged "
+                                "queries, beside zero-shot and BM25 (train + dev only)",
+                                description="What agents' clicks buy: each fold's model trained on n judged queries of "
+                                            "the other folds (docs/model.md)")
+    curve.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
+    curve.add_argument("--dataset", required=True, help="a key of `datasets` in the workspace's params.yaml")
+    curve.add_argument("--variants", nargs="+", required=True, help="names in siamese.variants or siamese.finetuned: "
+                       "trained ones make curves, label-free ones (labels: false, e.g. Szs+L) flat lines")
+    curve.add_argument("--sizes", nargs="+", help="judged queries per model, or `all` (default: 25 50 100 200 all)")
+    curve.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    curve.add_argument("--folds", type=int, default=5)
+    curve.add_argument("--extra", nargs="+", default=[], metavar="SPLIT",
+                       help="splits never trained on that every model scores too (a shift split)")
+    curve.add_argument("--reference", help="the untrained line each point is tested against (default: the first "
+                                           "label-free variant, else S's zero-shot row)")
+    curve.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own)")
+    curve.add_argument("--out", type=Path, help="write the report as JSON here")
+    curve.add_argument("--plot", type=Path, help="draw the curve as a PNG here")
+    curve.add_argument("--no-mlflow", action="store_true", help="log nothing to MLflow (default: a `curve` run in "
+                                                                 "params' tracking experiment)")
+    curve.set_defaults(run=curve_command)
 
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
     search.add_argument("--subject", help="the query's subject")

@@ -25,7 +25,7 @@ import polars as pl
 import torch
 from tqdm import tqdm
 
-from ticketsim.config import load_params, stage_paths
+from ticketsim.config import Params, load_params, stage_paths
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
@@ -278,6 +278,29 @@ def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
     return lines
 
 
+def load_problem(workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
+                 splits: tuple[str, ...] = SEARCH_SPLITS) -> tuple[Params, Prepared]:
+    """The workspace's params and the Prepared of `dataset` from the tuner's files (the same inputs), with the cached
+    channels the named variants read and `channels`; one-line errors for an unknown name or a missing cache."""
+    params = load_params(workspace / "params.yaml")
+    params.dataset(dataset)
+    every = {**params.siamese.variants, **params.siamese.finetuned}
+    unknown = [name for name in names if name not in every]
+    if unknown:
+        raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
+    files = stage_paths("tune", dataset, workspace)
+    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
+    needed = {c for name in names for c in reads(metric_of(every[name])) if c in cached} | set(channels)
+    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
+    missing += [files[key] for key in ("corpus", "tokens", "word2vec", "char_blstm") if not Path(files[key]).exists()]
+    if missing:
+        raise StepError(f"{', '.join(missing)} missing: run `dvc repro sentence_encoder@{dataset} embedding@{dataset}` in "
+                        f"{workspace} first")
+    present = [path for path in cached.values() if Path(path).is_file()]
+    return params, prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
+                                 [every[name] for name in names], splits=splits, also=cached)
+
+
 def command(args: argparse.Namespace) -> None:
     """`ticketsim select` (its arguments: ticketsim.cli)."""
     if args.merge:
@@ -288,28 +311,14 @@ def command(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
-    params = load_params(args.workspace / "params.yaml")
-    dataset = params.dataset(args.dataset)
-    every = {**params.siamese.variants, **params.siamese.finetuned}
-    reference = params.siamese.unlabelled
+    reference = load_params(args.workspace / "params.yaml").siamese.unlabelled
     variants = list(dict.fromkeys([*args.variants, reference]))    # the reference is always compared
-    unknown = [name for name in variants if name not in every]
-    if unknown:
-        raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
-    files = stage_paths("tune", args.dataset, args.workspace)     # the files the tuner reads: the same inputs
-    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
-    needed = {c for name in variants for c in reads(metric_of(every[name])) if c in cached}
-    needed |= {"S"} if args.baselines else set()
-    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
-    if missing:
-        raise StepError(f"{', '.join(missing)} missing: run `dvc repro` in {args.workspace} first (channel S: stage "
-                        f"sentence_encoder@{args.dataset})")
-    channels = [path for path in cached.values() if Path(path).is_file()]
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
-    problem = prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels,
-                            [every[name] for name in variants], splits=(*SEARCH_SPLITS, LAY), also=cached)
+    params, problem = load_problem(args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),
+                                   splits=(*SEARCH_SPLITS, LAY))
+    dataset = params.dataset(args.dataset)
     if dataset.source in THREADED:
-        from ticketsim.data.semeval import train_parts     # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
+        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
 
     shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {})
     cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds

@@ -1,0 +1,129 @@
+"""`ticketsim curve`: what agents' clicks buy. The learning curve of ticketsim.training.learning_curve on a pipeline's
+files, printed as a Markdown table, written as JSON and as a PNG (MAP against judged queries, a band over the seeds,
+the untrained methods as horizontal lines), and logged to MLflow (a `curve` run: the table, the JSON and the PNG).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ticketsim.errors import StepError
+from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size, pool_sizes, runnable
+from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
+from ticketsim.training.variant import SEARCH_SPLITS
+
+
+def pct(figure: dict | float | None) -> str:
+    if figure is None:
+        return "–"
+    return f"{100 * figure:.2f}" if isinstance(figure, float) else f"{100 * figure['mean']:.2f} ± {100 * figure['std']:.2f}"
+
+
+def versus(test: dict | None) -> str:
+    if test is None:
+        return ""
+    low, high = test["interval"]
+    return f"{100 * test['mean_difference']:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}], p {test['p']:.4f}"
+
+
+def markdown(report: dict) -> str:
+    """The curves, one row per configuration and size, then the untrained lines (0 judged queries)."""
+    extra = report["extra"]
+    skipped = (f"; skipped, above the smallest pool: {', '.join(report['skipped'])}" if report["skipped"] else "")
+    low, high = report["pool"]
+    lines = [f"{report['dataset']}: rerank MAP (%) by {report['folds']}-fold CV over {report['queries']} train + dev "
+             f"queries, seeds {' '.join(map(str, report['seeds']))}; each fold's model trains on n judged queries of "
+             f"its pool of {low if low == high else f'{low}-{high}'} (`all`: the whole pool){skipped}", "",
+             "| configuration | judged queries | CV MAP (mean ± std over seeds) | "
+             + "".join(f"{name} MAP | " for name in extra) + f"vs {report['reference']} (paired, points) |",
+             "| --- | ---: | ---: | " + "---: | " * len(extra) + "--- |"]
+    for name, points in report["curves"].items():
+        lines += [f"| {name} | {p['size']} | {pct(p['cv_map'])} | " + "".join(f"{pct(p['extra'][x])} | " for x in extra)
+                  + f"{versus(p['vs_reference'])} |" for p in points]
+    lines += [f"| {name} (untrained) | 0 | {pct(line['cv_map'])} | " + "".join(f"{pct(line['extra'][x])} | " for x in extra)
+              + " |" for name, line in report["lines"].items()]
+    return "\n".join(lines)
+
+
+def plot(report: dict, path: Path) -> None:
+    """MAP against judged queries: each curve with a band of ± one std over the seeds, each untrained line flat."""
+    from matplotlib.figure import Figure  # no pyplot, no global state (as ticketsim.evaluate.report)
+
+    fig = Figure(figsize=(6.5, 4))
+    ax = fig.subplots()
+    for name, points in report["curves"].items():
+        x = [p["queries"] for p in points]
+        mean = [100 * p["cv_map"]["mean"] for p in points]
+        std = [100 * p["cv_map"]["std"] for p in points]
+        ax.plot(x, mean, marker="o", label=name)
+        ax.fill_between(x, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+    for i, (name, line) in enumerate(report["lines"].items()):
+        ax.axhline(100 * line["cv_map"], linestyle=("--", ":", "-.")[i % 3], color=f"C{i + len(report['curves'])}",
+                   label=f"{name} (no judged query)")
+    points = next(iter(report["curves"].values()))    # every curve has the same sizes
+    ax.set_xticks([p["queries"] for p in points], [f"all ({p['queries']:.0f})" if p["size"] == ALL else p["size"] for p in points])
+    ax.set_xlabel("judged queries a model trains on")
+    ax.set_ylabel(f"rerank MAP, {report['folds']}-fold CV (%)")
+    ax.set_title(f"{report['dataset']}: what judged queries buy (seeds {' '.join(map(str, report['seeds']))})")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def write(report: dict, out: Path | None, png: Path | None) -> str:
+    """Print the table; write the JSON and the PNG where asked. Returns the table."""
+    table = markdown(report)
+    print(f"{table}\n\n{report['seconds']:.0f} s")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    if png:
+        plot(report, png)
+    return table
+
+
+def log(params, report: dict, table: str, files: list[Path]) -> None:
+    """A `curve` run in the configured experiment: what was run as params, the table and the files as artifacts."""
+    import mlflow
+
+    from ticketsim.lifecycle.tracking import log_artifacts, stage_run
+
+    logged = {key: " ".join(map(str, report[key])) for key in ("sizes", "seeds")} | {
+        "folds": report["folds"], "variants": " ".join(report["curves"]), "reference": report["reference"]}
+    with stage_run(params.tracking, "curve", report["dataset"], logged):
+        mlflow.log_text(table, "curve.md")
+        log_artifacts(*files)
+
+
+def command(args: argparse.Namespace) -> None:
+    """`ticketsim curve` (its arguments: ticketsim.cli)."""
+    started = time.perf_counter()
+    torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
+    sizes = args.sizes or SIZES
+    for size in sizes:
+        parse_size(size)
+    params, problem = load_problem(args.workspace, args.dataset, args.variants, {"S"},
+                                   splits=(*SEARCH_SPLITS, *args.extra))
+    variants = {name: params.siamese.variant(name) for name in args.variants}
+    if not any(v.labels for v in variants.values()):
+        raise StepError(f"--variants {' '.join(args.variants)}: none learns from labels, so there is no curve to draw")
+    baselines = {name: scores for name, scores in baseline_scores(problem, params).items() if name in ("BM25", S_ROW)}
+    reference = args.reference or next((n for n, v in variants.items() if not v.labels), S_ROW)
+    run = runnable(sizes, min(pool_sizes(problem, args.folds, args.seeds)))[0]
+    models = sum(v.labels for v in variants.values()) * len(run) * len(args.seeds) * args.folds
+    with tqdm(total=models, desc="curve", unit="model") as bar:
+        report = learning_curve(problem, variants, baselines, sizes, args.seeds, args.folds, args.extra, reference,
+                                epochs=args.epochs, on_model=lambda: bar.update(1))
+    report = {"dataset": args.dataset, "command": " ".join(sys.argv), **report,
+              "seconds": round(time.perf_counter() - started, 1)}
+    table = write(report, args.out, args.plot)
+    if not args.no_mlflow:
+        log(params, report, table, [path for path in (args.out, args.plot) if path])
+
