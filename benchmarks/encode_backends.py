@@ -12,7 +12,6 @@ the lowest cosine of each backend's vectors against torch's.
 """
 import argparse
 import os
-import time
 
 import numpy as np
 from encoding_speed import encode

@@ -3,7 +3,7 @@ channel S (default params' Szs+L: the zero-shot encoder and BM25, nothing traine
 onnx int8, each against torch by the paired test over queries (ticketsim.training.selection.paired_test).
 
 Usage:
-  python benchmarks/int8_ranking.py [--variant Szs+L] [--tickets 1000] [--threads 2]
+  python benchmarks/int8_ranking.py [--variant Szs+L] [--tickets 1000] [--threads 2] [--model FOLDER]
 
 The corpus is the synthetic generator's (params' synthetic and seed; --tickets overrides its size), every labelled
 pair of every split scored (a variant with labels: false sees none of them; a trained variant would train on the train
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--variant", default="Szs+L", help="a name in params' siamese.variants")
     parser.add_argument("--tickets", type=int, help="synthetic.n_tickets (default params')")
     parser.add_argument("--threads", type=int, help="sentence.threads (default params')")
+    parser.add_argument("--model", help="sentence.model (default params')")
     args = parser.parse_args()
     params = load_params()
     synthetic = replace(params.synthetic, n_tickets=args.tickets or params.synthetic.n_tickets)
@@ -41,7 +42,8 @@ def main() -> None:
     variant = params.siamese.variant(args.variant)
     rows, vectors, ap = {}, {}, {}
     for name, (backend, quantize) in BACKENDS.items():
-        cfg = replace(params.sentence, backend=backend, quantize=quantize, threads=args.threads or params.sentence.threads)
+        cfg = replace(params.sentence, backend=backend, quantize=quantize, threads=args.threads or params.sentence.threads,
+                      model=args.model or params.sentence.model)
         started = time.perf_counter()
         s = sentence_channel(corpus, cfg, progress=False)[0]
         seconds = time.perf_counter() - started
@@ -52,8 +54,9 @@ def main() -> None:
         vectors[name] = np.concatenate([*s.queries.values(), *s.tickets.values()])
         rows[name] = {**rerank_means(by_query), "seconds": seconds}
         print(f"{name}: MAP {rows[name]['map']:.4f} ({seconds:.0f} s encoding)", flush=True)
-    print(f"\n{args.variant} on the synthetic corpus ({synthetic.n_tickets} tickets, seed {params.seed}), "
-          f"{len(ap['torch'])} labelled queries, S on {cfg.threads} threads; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    print(f"\n{args.variant} ({cfg.model}) on the synthetic corpus ({synthetic.n_tickets} tickets, seed {params.seed}), "
+          f"{len(ap['torch'])} queries with labelled pairs, S on {cfg.threads} threads; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print("| S encoded by | MAP | MRR | AP - torch's, mean | 95 % interval | p | max abs diff of S to torch | min cosine |\n"
           "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for name, row in rows.items():
