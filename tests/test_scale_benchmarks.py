@@ -45,10 +45,10 @@ def test_int8_ranking_prints_map_and_the_paired_test_per_backend(encoder):
 def test_million_reports_every_stage_size_latency_and_add(search_parts, tmp_path):
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")    # h, E, T: no sentence encoder to load
     out = run("million.py", "--bundle", str(bundle), "--tickets", "500", "--measure", "20", "--queries", "3", "--requests", "6",
-              "--clients", "3", "--workers", "1")
+              "--clients", "3", "--workers", "1", "--add", "30")
     rows = table(out)
     assert {"table: tokens", "encoding: every channel, folded, topic activity", "BM25 and order", "write", "vectors.npy",
             "tickets.parquet", "RSS after load (fresh process)"} <= rows.keys()
     assert "extrapolated" in rows["table: tokens"][1] and rows["write"][1] == "measured at 500"
     assert "exact top 10, one query at a time" in out and "0 errors" in out
-    assert "index add` of 1,000 tickets" in out and "exit 0: added 1000 tickets" in out
+    assert "index add` of 30 tickets" in out and "exit 0: added 30 tickets" in out
