@@ -20,7 +20,7 @@ def run(script: str, *args: str) -> str:
 
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory):
-    return tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny", TEXTS * 20)
+    return tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny", TEXTS * 20, positions=256)   # params' overlap fits
 
 
 def table(output: str) -> dict[str, list[str]]:
@@ -42,6 +42,7 @@ def test_int8_ranking_prints_map_and_the_paired_test_per_backend(encoder):
     assert 0 < float(rows["onnx int8"][0]) <= 1 and 0 < float(rows["onnx int8"][4]) <= 1     # MAP, p
 
 
+@pytest.mark.slow   # a tiny bundle, a page started, index add as a new process: 570 s at load 20
 def test_million_reports_every_stage_size_latency_and_add(search_parts, tmp_path):
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")    # h, E, T: no sentence encoder to load
     out = run("million.py", "--bundle", str(bundle), "--tickets", "500", "--measure", "20", "--queries", "3", "--requests", "6",
