@@ -29,6 +29,7 @@ def table(output: str) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in rows}
 
 
+@pytest.mark.slow   # 38 s (and 24 s for the tiny encoder) at load 10
 def test_encode_backends_prints_passages_per_second_of_each_backend(encoder, tmp_path):
     rows = table(run("encode_backends.py", "--passages", "12", "--rounds", "2", "--model", str(encoder), "--cache", str(tmp_path)))
     assert {"torch", "onnx", "onnx int8"} <= rows.keys()
@@ -36,6 +37,7 @@ def test_encode_backends_prints_passages_per_second_of_each_backend(encoder, tmp
     assert float(rows["onnx"][3]) < 1e-4     # the float32 export gives torch's vectors
 
 
+@pytest.mark.slow   # 52 s at load 10: 350 queries and 30 tickets encoded three times
 def test_int8_ranking_prints_map_and_the_paired_test_per_backend(encoder):
     rows = table(run("int8_ranking.py", "--tickets", "30", "--model", str(encoder)))
     assert rows["onnx"][0] == rows["torch"][0] and rows["torch"][2] == "-"     # float32: the same MAP
