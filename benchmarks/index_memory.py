@@ -43,16 +43,14 @@ sys.stdin.read()
 
 
 def per_ticket(n_tickets: int, n_enduser: int, folder: Path) -> None:
-    from search_bundle import VARIANTS, make_bundle, train_parts
+    from search_bundle import make_bundle, train_parts
 
     from ticketsim.bundle.loader import Scorer
-    from ticketsim.config import VariantConfig
     from ticketsim.search.enduser import SPLIT
     from ticketsim.search.index import TICKETS, VECTORS, TicketIndex, build_index, model_hash
     from ticketsim.search.queries import query_encoder
     from ticketsim.search.searcher import Searcher
 
-    VARIANTS["SL"] = VariantConfig({"S": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="pairwise")
     parts = train_parts(folder / "parts", n_tickets, n_enduser=n_enduser)
     corpus = parts.corpus
     queries = corpus.queries.filter(corpus.queries["query_id"].is_in(corpus.split(SPLIT)["query_id"].unique().implode()))

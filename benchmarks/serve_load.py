@@ -65,7 +65,7 @@ def get(url: str, timeout: float) -> tuple[float, int | str]:
 
 @contextmanager
 def server(command: list[str], port: int, startup: float, log: Path):
-    """`command` in its own process group until the block ends; waits until it answers."""
+    """`command` in its own process group until the block ends (yields its Server); waits until it answers."""
     with log.open("w") as out:
         running = Server(f"http://{HOST}:{port}", subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                                                      start_new_session=True))
@@ -75,7 +75,7 @@ def server(command: list[str], port: int, startup: float, log: Path):
             if running.process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{command[2:4]} did not answer on {running.uri} within {startup} s:\n{log.read_text()[-2000:]}")
             time.sleep(0.5)
-        yield running.uri
+        yield running
     finally:
         running.stop()
 
@@ -148,8 +148,8 @@ def main() -> None:
         }
         for (name, command), port in zip(commands.items(), (old_port, new_port)):
             print(f"{name}: starting", flush=True)
-            with server(command, port, args.startup, Path(scratch) / f"{port}.log") as uri:
-                rows[name] = load(uri, queries, args.clients, args.k, args.timeout)
+            with server(command, port, args.startup, Path(scratch) / f"{port}.log") as running:
+                rows[name] = load(running.uri, queries, args.clients, args.k, args.timeout)
             print(f"{name}: {rows[name]['per_s']:.1f} requests/s", flush=True)
 
     print(f"\n{args.requests} page searches (k = {args.k}) by {args.clients} concurrent clients, {args.model}; "

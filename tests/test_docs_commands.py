@@ -132,6 +132,13 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python benchmarks/index_memory.py --tickets 1000 --enduser 200":
         "a benchmark (tiny bundles trained, then 200k vectors in two formats), not a test; tests/test_index_precision.py "
         "checks the float16 index's top 10 and bytes",
+    "python benchmarks/encode_backends.py --passages 2000 --rounds 4":
+        "a benchmark (minutes of encoding per backend), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
+    "python benchmarks/int8_ranking.py --tickets 200 --threads 1":
+        "a benchmark (the corpus encoded three times), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
+    "python benchmarks/million.py --tiny SL --tickets 100000 --measure 60 --add 60 --queries 30 --requests 100":
+        "a benchmark (an index of 100,000 tickets, the page, index add), not a test; tests/test_scale_benchmarks.py runs it at "
+        "500 tickets on a tiny bundle",
     "python benchmarks/serve_load.py":
         "a benchmark (two servers under load), not a test; tests/test_search_serving.py and test_feedback_server.py serve",
 }

@@ -372,6 +372,13 @@ class RetrainConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    """The search index of the index stage (ticketsim.search.index)."""
+
+    precision: Literal["float32", "float16"] = "float32"   # float16: half the bytes, near-ties may swap (docs/performance.md)
+
+
+@dataclass(frozen=True)
 class ServeConfig:
     """`ticketsim serve` (the search page and its JSON API on gunicorn) and the feedback journal it writes.
 
@@ -507,6 +514,7 @@ class Params:
     gate: GateConfig = GateConfig()
     retrain: RetrainConfig = RetrainConfig()
     serve: ServeConfig = ServeConfig()
+    index: IndexConfig = IndexConfig()
     tune: TuneConfig = TuneConfig()
     comparators: ComparatorsConfig = ComparatorsConfig()
 

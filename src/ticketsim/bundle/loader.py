@@ -119,6 +119,8 @@ class Scorer:
         sentence = build(SentenceConfig, manifest.get("sentence", {}), "manifest.sentence")
         model = load_model(directory, variant, build(EncoderConfig, manifest.get("encoder", {}), "manifest.encoder").on(sentence),
                            manifest["scales"])
+        if sentence.backend != "torch" and "F" in model.branches:   # tickets encoded by F's export, not torch
+            model.branches["F"].use_exported(directory / ENCODER, sentence)
         return cls(build(TextConfig, manifest["text"], "manifest.text"), variant,
                    manifest["max_tokens"], manifest["scales"], model, tuple(manifest["words"]), directory,
                    Calibrator.load(directory / FILES["calibrator"]), sentence,

@@ -98,7 +98,10 @@ class TransformerBranch(nn.Module):
     pretrained weights, which halves the backward pass and guards a small training set from forgetting.
     `device`: where the transformer runs (auto, cpu, cuda, cuda:N: ticketsim.device), training under bfloat16 and
     encoding under float16 autocast on cuda; its vectors come back to the CPU as float32, where the metric runs.
+    `exported`: the same encoder on ONNX Runtime (use_exported), which then encodes in eval mode: a bundle's tickets.
     """
+
+    exported: Any | None = None
 
     def __init__(self, model: Any, max_tokens: int = 128, frozen_layers: int = 0, scale: float = 1.0,
                  device: str = SentenceConfig.device, batch_size: int = 32):
@@ -116,7 +119,8 @@ class TransformerBranch(nn.Module):
 
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
         unique = sorted(set(texts), key=lambda t: (len(t), t))
-        out = [self.encode_chunk(unique[i:i + self.batch_size]) for i in range(0, len(unique), self.batch_size)]
+        encode = self.encode_exported if self.exported is not None and not self.training else self.encode_chunk
+        out = [encode(unique[i:i + self.batch_size]) for i in range(0, len(unique), self.batch_size)]
         vectors = torch.cat(out) if out else torch.zeros(0, self.dim)
         row = {text: i for i, text in enumerate(unique)}
         return vectors[torch.tensor([row[t] for t in texts], dtype=torch.long)]
@@ -125,9 +129,25 @@ class TransformerBranch(nn.Module):
         features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in self.model.preprocess(texts).items()}
         with (training_precision if self.training else inference_precision)(self.device):
             vectors = self.model(features)["sentence_embedding"]
-        vectors = vectors.float().cpu() / self.scale
+        return self.scaled(vectors.float().cpu(), texts)
+
+    def encode_exported(self, texts: list[str]) -> torch.Tensor:
+        vectors = self.exported.encode(texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False)
+        return self.scaled(torch.from_numpy(vectors), texts)
+
+    def scaled(self, vectors: torch.Tensor, texts: list[str]) -> torch.Tensor:
         empty = torch.tensor([not t.strip() for t in texts])
-        return vectors.masked_fill(empty.unsqueeze(1), 0.0)     # as channel S: an empty text is the zero vector
+        return (vectors / self.scale).masked_fill(empty.unsqueeze(1), 0.0)   # as channel S: an empty text is the zero vector
+
+    def use_exported(self, folder: str | Path, sentence: SentenceConfig) -> None:
+        """Encode through `folder`'s encoder (this branch's, saved) exported for sentence.backend (onnx; sentence.quantize
+        int8 optional) on sentence.threads threads: exported once into sentence.cache (channels/encoder_backends.py)."""
+        from ticketsim.channels.encoder_backends import load_backend
+
+        exported = load_backend(str(folder), sentence.backend, sentence.quantize, sentence.threads, sentence.cache,
+                                local_files_only=True)[0]
+        exported.max_seq_length = self.max_tokens      # F reads max_tokens word pieces, as in training
+        object.__setattr__(self, "exported", exported)  # not a submodule: no state of the model, not moved by .to()
 
     @property
     def dim(self) -> int:
