@@ -2,13 +2,16 @@
 the small data many tests train on (a tiny synthetic corpus with its tokens, random cached channel vectors).
 
 `repro_workspace` is what a user who clones the repo has (its tracked files, no outputs, no ../shared beside it) after
-`dvc repro` with small params: built once per session, read by every test of the real pipeline, never modified.
+`dvc repro` with small params: built once per session, read by every test of the real pipeline, never modified. Its
+`dvc repro` starts when the session's tests are collected, if a test needs it, and runs beside the rest meanwhile.
 
 A test marked `starts_early(start)` gets its long subprocess started when the session's tests are collected
 (`start(root)`, root a fresh folder beside the tests' tmp_path): stage processes use one core, and the suite the other meanwhile.
 """
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from functools import cache
@@ -54,15 +57,25 @@ def semeval_dir() -> Path:
 
 
 STARTED = pytest.StashKey[object]()     # what a starts_early test's start returned
+REPRO = pytest.StashKey[tuple]()         # the bare clone and its `dvc repro`, started at collection (repro_workspace)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
+    mktemp = session.config._tmp_path_factory.mktemp      # folders kept as tmp_path's are
     for item in session.items:
         marker = item.get_closest_marker("starts_early")
         if marker is not None:
-            item.stash[STARTED] = marker.args[0](session.config._tmp_path_factory.mktemp("starts-early"))  # kept as tmp_path is
+            item.stash[STARTED] = marker.args[0](mktemp("starts-early"))
+    if any("repro_workspace" in item.fixturenames for item in session.items):
+        session.stash[REPRO] = start_repro(mktemp("clone"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A session that ends before repro_workspace was read (-x, ^C, a deselecting -k) stops its `dvc repro`."""
+    if REPRO in session.stash and session.stash[REPRO][1].poll() is None:
+        os.killpg(session.stash[REPRO][1].pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -110,17 +123,33 @@ def clone(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def repro_workspace(tmp_path_factory) -> Path:
-    root = clone(tmp_path_factory.mktemp("clone"))
-    assert not (root.parent / "shared").exists()   # as on a user's machine: no SemEval files beside the clone
-    params = small_params(yaml.safe_load((root / "params.yaml").read_text()))
+FAST_PATH = "=== register@default: a bundle, no table 5"     # said between the two commands when the fast path did so
+
+
+def start_repro(root: Path) -> tuple[Path, subprocess.Popen, Path]:
+    """`dvc repro register@default` (the README's fast path to the model to deploy) on a bare clone in `root` with small
+    params, then, once it left a bundle and no table 5, `dvc repro` (the rest): in its own process group, its output in
+    a file (a pipe that nobody reads until the first test needs the workspace would fill and stop it)."""
+    repo = clone(root / "repo")
+    assert not (root / "shared").exists()   # as on a user's machine: no SemEval files beside the clone
+    params = small_params(yaml.safe_load((repo / "params.yaml").read_text()))
     assert set(params["datasets"]) == {"default"}, "the default datasets must need no file outside the repo"
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run("dvc", "repro", "register@default", cwd=root)     # the README's fast path to the model to deploy, then the rest
-    assert (root / "models/default/bundle").is_dir() and not (root / "metrics/default/table5.json").exists()
-    run("dvc", "repro", cwd=root)
-    return root
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    dvc = f"{shlex.quote(sys.executable)} -m dvc"
+    script = (f"{dvc} repro register@default && test -d models/default/bundle && test ! -e metrics/default/table5.json "
+              f"&& echo '{FAST_PATH}' && {dvc} repro")
+    with (root / "repro.log").open("w") as log:
+        return repo, subprocess.Popen(script, shell=True, cwd=repo, stdout=log, stderr=subprocess.STDOUT,
+                                      env={**os.environ, "DVC_NO_ANALYTICS": "1"}, start_new_session=True), root / "repro.log"
+
+
+@pytest.fixture(scope="session")
+def repro_workspace(request, tmp_path_factory) -> Path:
+    repo, running, log = request.session.stash.get(REPRO, None) or start_repro(tmp_path_factory.mktemp("clone"))
+    running.wait(timeout=3600)
+    said = log.read_text()
+    assert FAST_PATH in said and running.returncode == 0, said[-6000:]
+    return repo
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from ticketsim.data.tables import Corpus
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SEMEVAL_SWITCH = "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}'"
 RUN_HERE = "run by tests/test_docs_commands.py"
-TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on a ServiceNow-shaped export in a clone)"
+TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
@@ -113,8 +113,7 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         TICKETS_ONLY,
     'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
         TICKETS_ONLY,
-    "ticketsim validate --csv exports/mydesk --columns servicenow --tickets-only":
-        "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)",
+    "ticketsim validate --csv exports/mydesk --columns servicenow --tickets-only": TICKETS_ONLY,
     "python benchmarks/dayone_exports.py --sizes 1 5 300":
         "a benchmark of the day-one pipeline in a clone per export shape and size (minutes each), not a test",
     "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
