@@ -102,7 +102,9 @@ def small_params(params: dict) -> dict:
     params["topics"]["lda"].update(passes=2, particles=5)
     params["siamese"]["train"]["epochs"] = 2
     params["tune"].update(n_trials=4, epochs=2)
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22", params["siamese"]["final"])}
+    # siamese.unlabelled too: the zero-shot reference `ticketsim select` always compares (training.shift)
+    kept = ("15", "22", params["siamese"]["final"], params["siamese"]["unlabelled"])
+    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in kept}
     params["comparators"]["train"]["epochs"] = 1
     # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
     # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
