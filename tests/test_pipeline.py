@@ -30,10 +30,13 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     assert {"prepare", "embedding", "topics", "baselines", "rows_E", "siamese", "tune", "final", "table5", "index", "register"} <= stages
     # one key per figure in every run of a stage: the variant or method is a tag, so the compare view has one column
     siamese = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'siamese' and tags.dataset = 'default'")
-    final = yaml.safe_load((repro_workspace / "params.yaml").read_text())["siamese"]["final"]
+    cfg = yaml.safe_load((repro_workspace / "params.yaml").read_text())["siamese"]
+    final, reference = cfg["final"], cfg["unlabelled"]      # the reference is kept: select compares it (conftest)
     assert sorted((r.info.run_name, r.data.tags["variant"], r.data.params["variant"]) for r in siamese) == sorted([
-        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22"), (f"siamese#{final}@default", final, final)])
-    assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 and "train_loss" in r.data.metrics for r in siamese)
+        ("siamese#15@default", "15", "15"), ("siamese#22@default", "22", "22"), (f"siamese#{final}@default", final, final),
+        (f"siamese#{reference}@default", reference, reference)])
+    assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 for r in siamese)
+    assert all("train_loss" in r.data.metrics for r in siamese if r.data.tags["variant"] != reference)   # it trains nothing
     models = yaml.safe_load((repro_workspace / "params.yaml").read_text())["comparators"]["models"]
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
     assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
