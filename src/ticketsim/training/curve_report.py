@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from ticketsim.config import load_params
 from ticketsim.errors import StepError
 from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size, pool_sizes, runnable
 from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
@@ -109,8 +110,8 @@ def command(args: argparse.Namespace) -> None:
     sizes = args.sizes or SIZES
     for size in sizes:
         parse_size(size)
-    params, problem = load_problem(args.workspace, args.dataset, args.variants, {"S"},
-                                   splits=(*SEARCH_SPLITS, *args.extra))
+    params = load_params(args.workspace / "params.yaml")
+    problem = load_problem(params, args.workspace, args.dataset, args.variants, {"S"}, splits=(*SEARCH_SPLITS, *args.extra))
     variants = {name: params.siamese.variant(name) for name in args.variants}
     if not any(v.labels for v in variants.values()):
         raise StepError(f"--variants {' '.join(args.variants)}: none learns from labels, so there is no curve to draw")

@@ -278,11 +278,10 @@ def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
     return lines
 
 
-def load_problem(workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
-                 splits: tuple[str, ...] = SEARCH_SPLITS) -> tuple[Params, Prepared]:
-    """The workspace's params and the Prepared of `dataset` from the tuner's files (the same inputs), with the cached
-    channels the named variants read and `channels`; one-line errors for an unknown name or a missing cache."""
-    params = load_params(workspace / "params.yaml")
+def load_problem(params: Params, workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
+                 splits: tuple[str, ...] = SEARCH_SPLITS) -> Prepared:
+    """The Prepared of `dataset` from the workspace's tuner files (the same inputs), with the cached channels the named
+    variants read and `channels`; one-line errors for an unknown name or a missing cache."""
     params.dataset(dataset)
     every = {**params.siamese.variants, **params.siamese.finetuned}
     unknown = [name for name in names if name not in every]
@@ -297,7 +296,7 @@ def load_problem(workspace: Path, dataset: str, names: list[str], channels: set[
         raise StepError(f"{', '.join(missing)} missing: run `dvc repro sentence_encoder@{dataset} embedding@{dataset}` in "
                         f"{workspace} first")
     present = [path for path in cached.values() if Path(path).is_file()]
-    return params, prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
+    return prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
                                  [every[name] for name in names], splits=splits, also=cached)
 
 
@@ -311,11 +310,11 @@ def command(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
-    reference = load_params(args.workspace / "params.yaml").siamese.unlabelled
-    variants = list(dict.fromkeys([*args.variants, reference]))    # the reference is always compared
+    params = load_params(args.workspace / "params.yaml")
+    variants = list(dict.fromkeys([*args.variants, params.siamese.unlabelled]))    # the reference is always compared
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
-    params, problem = load_problem(args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),
-                                   splits=(*SEARCH_SPLITS, LAY))
+    problem = load_problem(params, args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),
+                           splits=(*SEARCH_SPLITS, LAY))
     dataset = params.dataset(args.dataset)
     if dataset.source in THREADED:
         from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
