@@ -43,8 +43,11 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
                                                  "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
     # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
     "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
-    # F and BM25 alone: a registered model whose query tower `ticketsim retrain` trains alone (training/query_tower.py)
+    # F and BM25 alone: both towers fine-tuned, an index folded by F
     "FL": VariantConfig({"F": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
+    # a query tower over S and BM25: a registered model whose query tower `ticketsim retrain` trains alone
+    # (training/query_tower.py); its S is the tiny encoder the tower starts from
+    "FqL": VariantConfig({"Fq": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
     # S+L on one level pair: F+L's index layout (384 dims) with S in F's place
     "SL": VariantConfig({"S": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="pairwise"),
     # the registered default (params' siamese.final, A+L): its queries need no torch once exported (search/queries.py)
@@ -91,12 +94,15 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
-    start = None
-    if VARIANTS[variant].weighed & {"F", "A"}:     # F from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
+    start, sentence, weighed = None, SENTENCE, VARIANTS[variant].weighed
+    if weighed & {"F", "Fq", "A"}:  # F and Fq from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
         texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
                  for text in frame[column]]
-        tiny = load_encoder(str(tiny_encoder(scratch / "tiny", texts, seed))).model if "F" in VARIANTS[variant].weighed else None
-        start = BranchStart(tiny, ENCODER_CONFIG, SCALES["S"], 384)
+        folder = tiny_encoder(scratch / "tiny", texts, seed) if weighed & {"F", "Fq"} else None
+        tiny = load_encoder(str(folder)).model if folder else None
+        if "Fq" in weighed:         # the tower's ticket side is S: the encoder it starts from
+            sentence = replace(SENTENCE, model=str(folder))
+        start = BranchStart(tiny, ENCODER_CONFIG, SCALES["S"], tiny.get_embedding_dimension() if "Fq" in weighed else 384)
     torch.manual_seed(seed)
     model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
                         VARIANTS[variant], start)
@@ -112,4 +118,4 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=ENCODER_CONFIG),
                         scales=SCALES, words=parts.words,
                         sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
-                        sentence=SENTENCE)
+                        sentence=sentence)

@@ -368,7 +368,7 @@ class RetrainConfig:
 
     targets: tuple[str, ...] = ("register@default",)   # the full road (--full): both towers trained, the index rebuilt
     dataset: str = "default"
-    query_tower: str = "Fq+L"   # the default road: a champion with F retrains as this siamese.finetuned row's query tower
+    query_tower: str = "Fq+L"   # the default road: a champion with Fq retrains its query tower with this row's loss and training
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
 from ticketsim.model.metric import metric_of
-from ticketsim.model.saved import ENCODER, TICKET_ENCODER, WEIGHTS, load_model, read_inputs, read_variant
+from ticketsim.model.saved import ENCODER, WEIGHTS, load_model, read_inputs, read_variant
 from ticketsim.model.scores import pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
          "calibrator": CALIBRATOR}
-OPTIONAL = {"encoder": ENCODER, "ticket_encoder": TICKET_ENCODER}   # F's fine-tuned encoder; Fq's towers
+OPTIONAL = {"encoder": ENCODER}   # F's fine-tuned encoder, Fq's query tower
 
 
 def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantConfig, siamese: SiameseParams,

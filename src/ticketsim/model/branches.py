@@ -3,9 +3,9 @@ Siamese branch), registered in BRANCHES with what it reads, what it starts from 
 
 - F, the fine-tuned encoder: a pretrained sentence-transformers model trained end to end through the metric. It reads
   a component's raw text (the words the encoder was pretrained on, not our tokens), cut at `max_tokens` word pieces.
-- Fq, the query tower: F trained on the query side only. Its ticket side is the starting encoder, frozen: trained from
-  a registered model's F, the ticket vectors are those its index holds, so a retrain re-encodes no ticket
-  (docs/retraining.md: the two roads).
+- Fq, the query tower: F trained on the query side only. Its ticket side is channel S as cached, the pretrained
+  encoder's vectors that the sentence_encoder stage and the index hold already: training encodes queries alone, and
+  neither a training nor a retrain re-encodes a ticket (docs/retraining.md: the two roads).
 - A, the adapter: a trained linear map over the cached channel S (x -> x + xM, M starting at 0, so A starts as S). It
   needs no re-encoding after a retrain: seconds on a CPU.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +39,24 @@ class BranchStart:
     cfg: EncoderConfig              # its device named (EncoderConfig.on): where each model's copy runs
     scale: float
     dim: int
-    ticket_encoder: Any | None = None   # Fq's frozen ticket tower when it is not `encoder` (a registered Fq model's)
 
 
 @dataclass(frozen=True)
 class Branch:
     """A trained channel: what Encoded.take hands its branch ("words": our token ids; "strings": raw component text;
-    a cached channel's name: its vectors), the cached channel it starts from, and how a BranchStart builds it (`own`:
-    the start's encoder is this model's alone, no copy). No `build`: h, the LSTM that SiameseLSTM makes itself."""
+    a cached channel's name: its vectors), on the ticket side too unless `ticket_reads` says otherwise, the cached
+    channel it starts from, and how a BranchStart builds it (`own`: the start's encoder is this model's alone, no copy).
+    No `build`: h, the LSTM that SiameseLSTM makes itself."""
 
     reads: str
     starts_from: str | None = None
     build: Callable[[BranchStart, bool], nn.Module] | None = None
     pretrained: bool = False        # holds the start's encoder: needs it to build, saves it as a folder of its own
+    ticket_reads: str | None = None
+
+    def source(self, tickets: bool) -> str:
+        """What the branch reads on one side."""
+        return self.ticket_reads if tickets and self.ticket_reads else self.reads
 
 
 def transformer_branch(start: BranchStart, own: bool) -> TransformerBranch:
@@ -62,31 +67,25 @@ def transformer_branch(start: BranchStart, own: bool) -> TransformerBranch:
                              start.cfg.device or SentenceConfig.device, start.cfg.batch_size)
 
 
-def query_tower(start: BranchStart, own: bool) -> QueryTower:
-    """Fq: the query side trains start's encoder (a copy unless `own`), the ticket side is start's ticket encoder frozen."""
-    ticket = start.ticket_encoder if start.ticket_encoder is not None else start.encoder
-    if ticket is None:
-        raise ValueError("channel Fq needs the pretrained encoder in its BranchStart")
-    frozen = transformer_branch(replace(start, encoder=ticket), own and start.ticket_encoder is not None)
-    return QueryTower(transformer_branch(start, own), frozen)
-
-
 BRANCHES = {
     "h": Branch("words"),
     "F": Branch("strings", "S", transformer_branch, pretrained=True),
-    "Fq": Branch("strings", "S", query_tower, pretrained=True),
+    "Fq": Branch("strings", "S", lambda start, own: QueryTower(transformer_branch(start, own)), pretrained=True,
+                 ticket_reads="S"),
     "A": Branch("S", "S", lambda start, own: Adapter(start.dim)),
 }
 STARTED = frozenset(c for c, b in BRANCHES.items() if b.build)    # the channels a BranchStart builds
-TOWERS = ("F", "Fq")    # channels whose query side a retrain may train alone, as Fq (docs/retraining.md#two-roads)
+TOWERS = ("F", "Fq")    # the fine-tuned encoders: the costliest rows to train, started first
 
 
 def query_tower_refusal(weighed: set[str]) -> str | None:
-    """Why a variant weighing these channels cannot have its query side retrained alone, None when it can: every other
-    channel with vectors would be trained or built again on both sides (A, h) or needs its own cache (E, T, S)."""
-    if not weighed & set(TOWERS):
-        return "it weighs no channel F"
-    others = weighed - set(TOWERS) - set(PAIR_CHANNELS)
+    """Why a variant weighing these channels cannot have its query side retrained alone, None when it can: only Fq's
+    ticket side is what the index holds (F's is trained too), and every other channel with vectors would be trained or
+    built again on both sides (A, h) or needs its own cache (E, T, S)."""
+    if "Fq" not in weighed:
+        return ("it weighs F, whose ticket side trains too: its index is re-encoded by the full road" if "F" in weighed
+                else "it weighs no query tower (channel Fq)")
+    others = weighed - {"Fq"} - set(PAIR_CHANNELS)
     return f"it also weighs {', '.join(sorted(others))}, which a query tower does not keep" if others else None
 
 
@@ -113,7 +112,6 @@ class TransformerBranch(nn.Module):
         self.frozen_layers = frozen_layers
         transformer = self.model[0].auto_model
         frozen = [transformer.embeddings, *transformer.encoder.layer[:frozen_layers]] if frozen_layers else []
-        self.model.requires_grad_(True)     # the rest trains, whatever a copied model's flags were (a frozen ticket tower's)
         for module in frozen:
             module.requires_grad_(False)
 
@@ -159,17 +157,13 @@ class TransformerBranch(nn.Module):
 
 
 class QueryTower(nn.Module):
-    """Channel Fq: two TransformerBranches, `query` trained and `ticket` frozen in eval mode (no dropout, no gradient),
-    so a ticket's vectors never move in training and equal those an index folded with the same ticket encoder."""
+    """Channel Fq: a TransformerBranch on the query side; the ticket side passes channel S's cached vectors through (they
+    are divided by S's scale, as the branch divides its own), so a ticket's vectors never move in training and are
+    those the index holds."""
 
-    def __init__(self, query: TransformerBranch, ticket: TransformerBranch):
+    def __init__(self, query: TransformerBranch):
         super().__init__()
-        self.query, self.ticket = query, ticket.requires_grad_(False).eval()
-
-    def train(self, mode: bool = True) -> QueryTower:
-        super().train(mode)
-        self.ticket.eval()
-        return self
+        self.query, self.ticket = query, nn.Identity()
 
     def side(self, tickets: bool) -> nn.Module:
         """The tower of one side of a pair (SiameseLSTM.channels)."""
@@ -178,10 +172,12 @@ class QueryTower(nn.Module):
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
         return self.query(texts)
 
-    def save(self, folder: str | Path, ticket_folder: str | Path) -> None:
-        """Each tower an ordinary sentence-transformers folder."""
+    @property
+    def dim(self) -> int:
+        return self.query.dim
+
+    def save(self, folder: str | Path) -> None:
         self.query.save(folder)
-        self.ticket.save(ticket_folder)
 
 
 class Adapter(nn.Module):

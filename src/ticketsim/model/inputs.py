@@ -47,12 +47,13 @@ class Encoded:
     texts: dict[str, Texts]
     cached: dict[str, dict[str, torch.Tensor]]
     strings: dict[str, list[str]] = field(default_factory=dict)
+    tickets: bool = False           # the ticket side: what a branch reads there (Branch.source)
 
     def take(self, rows: torch.Tensor, needs: Mapping[str, Sequence[str]]) -> Side:
         """The rows' inputs for the channels and components the metric needs (channel -> components)."""
         side: dict[str, dict[str, object]] = {}
         for channel, components in needs.items():
-            source = BRANCHES[channel].reads if channel in BRANCHES else channel
+            source = BRANCHES[channel].source(self.tickets) if channel in BRANCHES else channel
             if source == "words":
                 side[channel] = {c: self.trimmed(self.texts[c], rows) for c in components}
             elif source == "strings":
@@ -86,11 +87,13 @@ def encode_side(frame: pl.DataFrame, id_column: str, components: Sequence[str], 
     cached = {}
     for vectors in channels:
         cache_ids = vectors.query_ids if side == "queries" else vectors.ticket_ids
+        arrays = vectors.queries if side == "queries" else vectors.tickets
+        if not arrays:          # a cache of one side only (the query-tower road's tickets)
+            continue
         position = {x: i for i, x in enumerate(cache_ids)}
         order = np.array([position[x] for x in ids], dtype=np.intp) if cache_ids != ids else slice(None)
-        arrays = vectors.queries if side == "queries" else vectors.tickets
         cached[vectors.channel] = {c: torch.from_numpy(np.asarray(a[order], dtype=np.float32)) for c, a in arrays.items()}
-    return Encoded(ids, texts, cached, strings)
+    return Encoded(ids, texts, cached, strings, side == "tickets")
 
 
 # The merged components every channel has: their query-ticket distance sets a cached channel's scale.
@@ -148,15 +151,16 @@ def build_inputs(tokens: Tokens, channels: Sequence[ChannelVectors], metric: Met
                                                aligned(corpus.tickets, tokens.tickets, "ticket_id"))
     return Inputs(encode_side(tokens.queries, "query_id", read_as(needs_q, "words"), index, max_tokens, channels, "queries",
                               raw[0], read_as(needs_q, "strings")),
-                  encode_side(tokens.tickets, "ticket_id", read_as(needs_t, "words"), index, max_tokens, channels, "tickets",
-                              raw[1], read_as(needs_t, "strings")),
+                  encode_side(tokens.tickets, "ticket_id", read_as(needs_t, "words", True), index, max_tokens, channels,
+                              "tickets", raw[1], read_as(needs_t, "strings", True)),
                   words, lexical)
 
 
-def read_as(needs: dict[str, tuple[str, ...]], kind: str) -> list[str]:
-    """The components that the needed trained branches read as `kind` ("words" or "strings", model/branches.py)."""
-    return sorted({c for channel, components in needs.items() if channel in BRANCHES and BRANCHES[channel].reads == kind
-                   for c in components})
+def read_as(needs: dict[str, tuple[str, ...]], kind: str, tickets: bool = False) -> list[str]:
+    """The components that the needed trained branches read as `kind` ("words" or "strings", model/branches.py) on
+    one side."""
+    return sorted({c for channel, components in needs.items() if channel in BRANCHES
+                   and BRANCHES[channel].source(tickets) == kind for c in components})
 
 
 def aligned(raw: pl.DataFrame, tokens: pl.DataFrame, id_column: str) -> pl.DataFrame:

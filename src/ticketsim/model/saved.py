@@ -1,5 +1,5 @@
 """A trained model's folder: building a Siamese model for a variant, and saving and loading it (its weights, F's
-fine-tuned encoder, Fq's two towers). The one module that names the folder's files (the calibrator's beside them: evaluate.calibrate);
+fine-tuned encoder, Fq's query tower). The one module that names the folder's files (the calibrator's beside them: evaluate.calibrate);
 stages, tuner, bundle and index read them here."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ticketsim.config import (
     SiameseParams,
     VariantConfig,
 )
-from ticketsim.model.branches import BRANCHES, STARTED, BranchStart, QueryTower
+from ticketsim.model.branches import BRANCHES, STARTED, BranchStart
 from ticketsim.model.metric import metric_of
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 
@@ -41,22 +41,19 @@ def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, varia
     return SiameseLSTM(model_cfg, table, learn, build_branches(variant, start) if variant is not None else None)
 
 
-# A trained model: weights (the transformers apart), F's (or Fq's query tower's) encoder folder, Fq's ticket tower's
-WEIGHTS, ENCODER, TICKET_ENCODER = "weights.pt", "encoder", "ticket_encoder"
+# A trained model: weights (the transformers apart), F's (or Fq's query tower's) encoder folder
+WEIGHTS, ENCODER = "weights.pt", "encoder"
 
 
 def save_model(model: SiameseLSTM, variant: VariantConfig, folder: Path) -> None:
     """The trained model of `variant` in `folder`: WEIGHTS (its config, variant and state, the transformers apart) and,
-    when it has channel F, the fine-tuned encoder as an ordinary sentence-transformers folder (ENCODER); with Fq, its
-    query tower there and its frozen ticket tower in TICKET_ENCODER."""
+    when it has channel F (or Fq), the fine-tuned encoder (its query tower) as an ordinary sentence-transformers folder
+    (ENCODER)."""
     pretrained = [c for c in model.branches if BRANCHES[c].pretrained]
     state = {k: v for k, v in model.state_dict().items() if not k.startswith(tuple(f"branches.{c}." for c in pretrained))}
     torch.save({"model_config": asdict(model.cfg), "variant": asdict(variant), "state_dict": state}, folder / WEIGHTS)
     for c in pretrained:
-        if isinstance(model.branches[c], QueryTower):
-            model.branches[c].save(folder / ENCODER, folder / TICKET_ENCODER)
-        else:
-            model.branches[c].save(folder / ENCODER)
+        model.branches[c].save(folder / ENCODER)
 
 
 def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, scales: dict[str, float]) -> SiameseLSTM:
@@ -69,16 +66,14 @@ def load_model(folder: Path, variant: VariantConfig, encoder: EncoderConfig, sca
     pretrained = tuple(f"branches.{c}." for c in started if BRANCHES[c].pretrained)
     start = None
     if started:
-        fine_tuned, ticket = None, None
+        fine_tuned = None
         if pretrained:
             from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
             fine_tuned = load_encoder(str(folder / ENCODER), device="cpu").model     # TransformerBranch moves it
-            if (folder / TICKET_ENCODER).is_dir():
-                ticket = load_encoder(str(folder / TICKET_ENCODER), device="cpu").model
         # S's width, as the saved started branches have it (A's map is dim x dim)
         dim = next((v.shape[-1] for k, v in saved["state_dict"].items() if k.startswith("branches.")), 0)
-        start = BranchStart(fine_tuned, encoder, scales["S"], dim, ticket)
+        start = BranchStart(fine_tuned, encoder, scales["S"], dim)
     model = SiameseLSTM(SiameseConfig(**saved["model_config"]), learn=metric_of(variant) if variant.learn else None,
                         branches=build_branches(variant, start, own=True))
     missing, unexpected = model.load_state_dict(saved["state_dict"], strict=False)

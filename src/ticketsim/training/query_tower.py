@@ -1,26 +1,31 @@
-"""The default road of `ticketsim retrain` (docs/retraining.md#two-roads): a registered model's channel F retrained as a
-query tower (Fq, model/branches.py) on the labelled pairs as the dataset holds them now.
+"""The default road of `ticketsim retrain` (docs/retraining.md#two-roads): a registered model's query tower (channel
+Fq, model/branches.py) trained again on the labelled pairs as the dataset holds them now.
 
-The ticket tower is the registered F, frozen, and the dense weights stay the registered ones (W and V fold into every
-stored ticket vector: search/fold.py), so the registered index holds for the new model as it is: its files are taken
-byte for byte (search.index.reuse_index) and no ticket is encoded again. Only the query side and the calibration
-change; a knowledge base of 100k tickets, 1.3-2 h of re-encoding on 2 cores, is not touched."""
+The ticket side is channel S, which the index holds, and the dense weights stay the registered ones (W and V fold into
+every stored ticket vector: search/fold.py), so the registered index holds for the new model as it is: its files are
+taken byte for byte (search.index.reuse_index). Only the query side and the calibration change; S is encoded for the
+labelled pairs' tickets alone, and a knowledge base of 100k tickets, 1.3-2 h of encoding on 2 cores, is not touched."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import torch
 
 from ticketsim.bundle.loader import FILES, OPTIONAL, Scorer, write_bundle
 from ticketsim.bundle.manifest import bundle_manifest
+from ticketsim.channels.cache import ChannelVectors, component_strings
+from ticketsim.channels.sentence import encode_groups
 from ticketsim.config import EncoderConfig, Params, VariantConfig, build
 from ticketsim.data.sources import load_corpus
+from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.calibrate import CALIBRATOR, fit_calibrator
 from ticketsim.evaluate.suite import evaluate_method
-from ticketsim.model.branches import TOWERS, BranchStart, QueryTower, query_tower_refusal
+from ticketsim.model.branches import BranchStart, query_tower_refusal
+from ticketsim.model.inputs import scaled
 from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.search.index import reuse_index
@@ -40,18 +45,35 @@ class QueryTowerModel:
 
 def query_tower_variant(scorer: Scorer, row: VariantConfig) -> VariantConfig:
     """What the road trains: the registered model's channels and levels at its weights in force (learned W and V read as
-    numbers), F as Fq, fixed (learn: false, as they fold into the stored ticket vectors), with `row`'s loss and training."""
+    numbers), fixed (learn: false, as they fold into the stored ticket vectors), with `row`'s loss and training."""
     with torch.no_grad():
         metric = scorer.model.metric(metric_of(scorer.variant))
-    return VariantConfig({"Fq" if c == "F" else c: float(w) for c, w in metric.channels.items()},
+    return VariantConfig({c: float(w) for c, w in metric.channels.items()},
                          {k: float(w) for k, w in metric.levels.items()}, loss=row.loss, train=dict(row.train))
 
 
 def tower_start(scorer: Scorer, encoder: EncoderConfig) -> BranchStart:
-    """Where the query tower starts: the registered query-side encoder, and its ticket-side one (the same for F) frozen."""
-    branch = next(scorer.model.branches[c] for c in TOWERS if c in scorer.model.branches)
-    query, ticket = (branch.query, branch.ticket) if isinstance(branch, QueryTower) else (branch, branch)
-    return BranchStart(query.model, encoder.on(scorer.sentence), scorer.scales["S"], query.dim, ticket.model)
+    """Where the query tower starts: the registered one."""
+    query = scorer.model.branches["Fq"].query
+    return BranchStart(query.model, encoder.on(scorer.sentence), scorer.scales["S"], query.dim)
+
+
+def pair_tickets_s(scorer: Scorer, corpus: Corpus, components: set[str]) -> ChannelVectors:
+    """Channel S of the labelled pairs' tickets, the `components` the query tower's levels read, as the bundle encodes
+    them (its sentence config). Every other ticket's row is NaN: this road scores pairs only, and a row read by mistake
+    would show."""
+    cfg, ids = scorer.sentence, tuple(corpus.tickets["ticket_id"])
+    paired = corpus.tickets.filter(pl.col("ticket_id").is_in(corpus.pairs["ticket_id"].unique().implode()))
+    groups = {c: component_strings(paired, c) for c in sorted(components)}
+    vectors, _ = encode_groups(scorer.sentence_encoder, groups, cfg.pooling, cfg.overlap, cfg.normalize, cfg.batch_size,
+                               cfg.threads, progress=False)
+    position = {x: i for i, x in enumerate(ids)}
+    rows = [position[x] for x in paired["ticket_id"]]
+    tickets = {}
+    for c, array in vectors.items():
+        tickets[c] = np.full((len(ids), array.shape[1]), np.nan, np.float32)
+        tickets[c][rows] = array
+    return ChannelVectors("S", (), ids, {}, tickets)
 
 
 def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) -> QueryTowerModel:
@@ -67,9 +89,11 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     corpus = load_corpus(params, params.retrain.dataset, IntakeReport())
     tokens = tokenize_corpus(corpus, make_tokenizer(scorer.text, corpus), progress=False)
     start = tower_start(scorer, encoder)
-    # No channel reads words (F and L read raw text and tokens): the word table is a placeholder of the right height.
+    tickets = pair_tickets_s(scorer, corpus, {level.split("-", 1)[1] for level in variant.levels})
+    # No channel reads words (Fq and L read raw text, S and tokens): the word table is a placeholder of the right height.
     words = np.zeros((tokens.vocabulary().height, 2), np.float32)
-    data = Prepared(params, corpus.pairs, tokens, corpus, (), {"S": start.scale}, words, 1, start, None)
+    data = Prepared(params, corpus.pairs, tokens, corpus, (scaled(tickets, start.scale),), {"S": start.scale}, words, 1,
+                    start, None)
     trained = train_variant(data, variant, params.seed)
     model = out / "model"
     model.mkdir(parents=True, exist_ok=True)

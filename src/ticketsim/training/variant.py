@@ -14,6 +14,7 @@ import torch
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import (
+    ConfigError,
     MiningConfig,
     Params,
     SentenceConfig,
@@ -167,6 +168,9 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
         return None
     if s_vectors is None:
         raise ValueError(f"channels {sorted(started)} start from channel S: its cache (S.npz) is needed")
+    if "Fq" in started and siamese.encoder.model not in (None, sentence.model):
+        raise ConfigError(f"siamese.encoder.model: {siamese.encoder.model} is not sentence.model ({sentence.model}), whose "
+                          "cached vectors are channel Fq's ticket side: set it to null, or train F instead")
     encoder = None
     if any(BRANCHES[c].pretrained for c in started):
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
