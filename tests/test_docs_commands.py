@@ -93,6 +93,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "run by tests/test_finetune_cv.py (slow tier: two of the rows, on the bare-clone pipeline's files)",
     "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv":
         "run by tests/test_finetune_cv.py (slow tier: a tiny random encoder, 3 folds x 2 seeds)",
+    "ticketsim select --dataset default --variants Fq+L Fqc+L A+L --folds 5 --seeds 0 1 2 --out towers.json":
+        "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
+        "files (fewer folds, seeds and epochs)",
+    "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
+        "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with A+L and Fq+L",
     "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
         "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
