@@ -30,23 +30,31 @@ def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, 
     shortcut); with it, every weighed channel over the branches' vectors computed once, so that only the metric's
     weights learn (fusing L after the encoder is trained)."""
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
-    needs_q, needs_t = metric.needs()
-    pair = inputs.pair_distances(metric) if fixed else {}
-    if fixed:
-        q_vectors = side_channels(model, inputs.queries, needs_q)
-        t_vectors = side_channels(model, inputs.tickets, needs_t, tickets=True)
+    values = fixed_values(model, inputs, metric) if fixed else branch_values(model, inputs, metric)
 
     def predict(rows: torch.Tensor) -> InBatch:
         q, q_at = torch.unique(q_rows[rows], return_inverse=True)
         t, t_at = torch.unique(t_rows[rows], return_inverse=True)
-        if fixed:
-            at = lambda vectors, r: {c: {k: x[r].float() for k, x in comps.items()} for c, comps in vectors.items()}  # noqa: E731
-            values = similarity(at(q_vectors, q), at(t_vectors, t), model.metric(metric), pool=True,
-                                pair={c: d[q][:, t] for c, d in pair.items()})
-        else:
-            values = model(inputs.queries.take(q, needs_q), inputs.tickets.take(t, needs_t), metric, pool=True, dense_only=True)
-        return InBatch(values, q_at, t_at)
+        return InBatch(values(q, t), q_at, t_at)
     return predict
+
+
+def branch_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """(queries, tickets) -> g of every pair of their vector channels, through the branches."""
+    needs_q, needs_t = metric.needs()
+    return lambda q, t: model(inputs.queries.take(q, needs_q), inputs.tickets.take(t, needs_t), metric, pool=True,
+                              dense_only=True)
+
+
+def fixed_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """(queries, tickets) -> g of every pair of every weighed channel, the branches' vectors computed once here."""
+    needs_q, needs_t = metric.needs()
+    pair = inputs.pair_distances(metric)
+    q_vectors = side_channels(model, inputs.queries, needs_q)
+    t_vectors = side_channels(model, inputs.tickets, needs_t, tickets=True)
+    at = lambda vectors, r: {c: {k: x[r].float() for k, x in comps.items()} for c, comps in vectors.items()}  # noqa: E731
+    return lambda q, t: similarity(at(q_vectors, q), at(t_vectors, t), model.metric(metric), pool=True,
+                                   pair={c: d[q][:, t] for c, d in pair.items()})
 
 
 @torch.no_grad()
@@ -70,7 +78,7 @@ def pool_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_
 def side_channels(model: SiameseLSTM, side: Encoded, needs: dict[str, tuple[str, ...]], batch_size: int = 256,
                   tickets: bool = False) -> dict[str, dict[str, torch.Tensor]]:
     """Every row's vectors of the needed channels and components (h computed once per text, in eval mode), float64;
-    `tickets`: `side` is the ticket side (a two-tower branch encodes it with its ticket tower)."""
+    `tickets`: `side` is the ticket side (a two-sided branch, Fq, takes its ticket side)."""
     was_training = model.training
     model.eval()
     parts = [model.channels(side.take(rows, needs), tickets) for rows in torch.arange(len(side.ids)).split(batch_size)]
