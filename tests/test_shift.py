@@ -1,5 +1,7 @@
 """Shift-aware evaluation and selection (ticketsim.training.shift): the later-year view, cross-part training, the lay
 split kept out of the folds, and the rule that picks siamese.final (through `ticketsim select`'s judgement)."""
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -11,7 +13,7 @@ from ticketsim.threads import torch_threads
 from ticketsim.training import selection_report
 from ticketsim.training import shift as shift_module
 from ticketsim.training.selection import OWN, cross_validate_under, query_folds, with_folds
-from ticketsim.training.shift import CROSS_PART, LATER_YEAR, choose, cross_part, later_year, later_year_results, verdict
+from ticketsim.training.shift import CROSS_DATASET, CROSS_PART, LATER_YEAR, choose, cross_part, later_year, later_year_results, verdict
 from ticketsim.training.variant import SEARCH_SPLITS, prepare
 
 ORDER_ONLY = VariantConfig(channels={"R": 1.0}, levels={"sub+desc-sub+desc+sol": 1.0}, labels=False)
@@ -159,6 +161,31 @@ def test_select_scores_each_configuration_under_every_shift_beside_cv(data):
     report = {"dataset": "tiny", "queries": 0, "folds": 3, "cv_seeds": [0], "seeds": [0], "epochs": 1, "compared": 2,
               "configurations": results, "tests": [], "judgement": judgement}
     assert "| tiny |" in selection_report.markdown(report) and "later-year MAP" in selection_report.markdown(report)
+
+
+def test_the_cross_dataset_shift_scores_another_datasets_train_and_dev_queries_with_each_seeds_model(data):
+    """Another corpus (other tickets and queries; the generator's ids repeat), its own channel scales: each seed's model
+    of `data` scores every train + dev query there; the reference is scored there alike, so the rule reads it."""
+    from dataclasses import replace
+
+    from test_tune import make_params
+    from tqdm import tqdm
+
+    corpus, tokens = tiny_corpus(n_tickets=40, n_labeled_queries=20, seed=7)
+    table = lambda words: np.random.default_rng(2).normal(size=(len(words), 12))  # noqa: E731
+    other = prepare(make_params(Path("unused")), tokens, [random_channel("E", corpus, 3)], table, 4, [TINY], corpus)
+    problem = replace(data, params=replace(data.params, siamese=replace(data.params.siamese,
+                                                                        variants={"tiny": TINY, "order": ORDER_ONLY})))
+    shifts = shift_module.Shifts(False, None, {}, other)
+    assert shifts.names == (CROSS_DATASET,)
+    with torch_threads(1), tqdm(disable=True) as bar:
+        results = {name: selection_report.trained(problem, name, 3, [0, 1], 1, 1, bar, shifts) for name in ("tiny", "order")}
+    scored = set(other.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))["query_id"])
+    for figures in results.values():
+        assert set(figures["shifts"][CROSS_DATASET]["query_ap"]) == scored
+        assert len(figures["shifts"][CROSS_DATASET]["map"]["values"]) == 2     # one run per seed
+    judgement = selection_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
+    assert CROSS_DATASET in judgement["against_reference"]["tiny"]
 
 
 def test_a_row_reports_its_lay_and_later_year_figures_beside_dev(data, tmp_path):

@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     select = commands.add_parser("select", help="configurations by k-fold CV over queries, under shift, paired tests, the "
                                                 "choice of siamese.final (trained and chosen on train + dev only)",
                                  description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP and "
-                                             "the MAP under each shift (lay split, later year, cross-part), paired tests "
+                                             "the MAP under each shift (lay split, later year, cross-part, cross-dataset), paired tests "
                                              "over queries and the choice against siamese.unlabelled (docs/tuning.md)")
     select.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
     select.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
@@ -428,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     select.add_argument("--baselines", action="store_true", help="add BM25, S's row #14 and the source order, untrained")
     select.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation draws of each paired test")
     select.add_argument("--out", type=Path, help="write the report as JSON here")
+    select.add_argument("--cross", nargs=2, metavar=("WORKSPACE", "DATASET"),
+                        help="the cross-dataset shift: each seed's model also scores this dataset's train + dev queries "
+                             "(its workspace's pipeline files)")
     select.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
                         help="no training: one report of these --out reports of other seeds (same data and configurations)")
     select.set_defaults(run=select_command)

@@ -100,10 +100,11 @@ def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds
         bar.update(folds)
     for seed in seeds:
         bar.set_postfix(configuration=name, seed=seed)
-        scores = train_variant(problem, variant, seed, problem.siamese.hidden, epochs).pair_scores()
+        model = train_variant(problem, variant, seed, problem.siamese.hidden, epochs)
+        scores = model.pair_scores()
         dev_runs.append(split_run(problem, scores, "dev"))
-        if LAY in shift_runs:
-            shift_runs[LAY].append(split_run(problem, scores, LAY))
+        for shift, run in shifts.scored(problem, model, scores).items():
+            shift_runs[shift].append(run)
         bar.update(1)
     return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs)
 
@@ -118,8 +119,8 @@ def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seed
         model = train_variant(problem, variant, seed, problem.siamese.hidden, epochs)
         scores = model.pair_scores()
         dev_runs.append(split_run(problem, scores, "dev"))
-        if LAY in shift_runs:
-            shift_runs[LAY].append(split_run(problem, scores, LAY))
+        for shift, run in shifts.scored(problem, model, scores).items():
+            shift_runs[shift].append(run)
         if i < cv_seeds:
             cv_runs.append(searched_run(problem, scores, folds, seed))
             if shifts.later is not None:
@@ -319,7 +320,11 @@ def command(args: argparse.Namespace) -> None:
     if dataset.source in THREADED:
         from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
 
-    shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {})
+    other = None
+    if args.cross:      # another dataset's train + dev queries, scored by each seed's model of this one
+        workspace, name = Path(args.cross[0]), args.cross[1]
+        other = load_problem(load_params(workspace / "params.yaml"), workspace, name, variants)
+    shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {}, other)
     cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
     report = select(problem, variants, shifts, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
     report |= {"dataset": args.dataset, "workspace": str(args.workspace.resolve()),

@@ -9,7 +9,10 @@ candidates lack them), the query templates a generator reuses. Each shift scores
   early-stopped on dev;
 - later-year (SemEval): the cross-validation folds, each scored by its own model, with the candidates' comment threads
   removed and the source order withheld (R constant, as in a search): `later_year`;
-- cross-part (SemEval): trained on one train file's queries (early-stopped on dev), scored on another's: `cross_part`.
+- cross-part (SemEval): trained on one train file's queries (early-stopped on dev), scored on another's: `cross_part`;
+- cross-dataset (either, given another dataset): the model trained on train and early-stopped on dev scores every
+  train + dev query of another dataset (synthetic-trained on SemEval's pool and back), its cached channels at that
+  dataset's scales: `ticketsim select --cross WORKSPACE DATASET`.
 
 The reference is siamese.unlabelled (the zero-shot encoder with BM25, Szs+L, by default): what a help desk has without
 a label. `verdict` and `choose` hold the rule: a configuration is registered only if it beats the reference by CV (a
@@ -32,7 +35,7 @@ from ticketsim.text.tokenize import Tokens
 from ticketsim.training.selection import OWN, split_run
 from ticketsim.training.variant import SEARCH_SPLITS, Prepared, TrainedVariant, train_variant
 
-LATER_YEAR, CROSS_PART = "later-year", "cross-part"
+LATER_YEAR, CROSS_PART, CROSS_DATASET = "later-year", "cross-part", "cross-dataset"
 # Sources whose ticket solution is a comment thread a later year's candidates lack, and whose pairs carry the
 # organisers' candidate order.
 THREADED = ("semeval2016",)
@@ -91,11 +94,20 @@ class Shifts:
     lay: bool                           # it has lay queries
     later: Prepared | None              # its later-year view (a threaded source)
     parts: dict[str, set[str]]          # train part -> its query ids (cross-part: two parts or more)
+    other: Prepared | None = None       # another dataset, its train + dev pairs scored (cross-dataset)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, on in ((LAY, self.lay), (LATER_YEAR, self.later is not None),
-                                           (CROSS_PART, len(self.parts) > 1)) if on)
+                                           (CROSS_PART, len(self.parts) > 1), (CROSS_DATASET, self.other is not None)) if on)
+
+    def scored(self, data: Prepared, model: TrainedVariant, scores: np.ndarray) -> dict[str, pl.DataFrame]:
+        """The shifts a model trained on data's train (early-stopped on dev; `scores`: its g of data's pairs) is scored
+        under as it is: per_query of the lay split and of the other dataset's train + dev queries."""
+        runs = {LAY: split_run(data, scores, LAY)} if self.lay else {}
+        if self.other is not None:
+            runs[CROSS_DATASET] = split_run(self.other, model.scores_on(self.other), *SEARCH_SPLITS)
+        return runs
 
     @property
     def views(self) -> dict[str, Prepared]:
@@ -103,11 +115,11 @@ class Shifts:
         return {LATER_YEAR: self.later} if self.later is not None else {}
 
 
-def shifts_of(data: Prepared, source: str, parts: Mapping[str, Collection[str]] = {}) -> Shifts:
-    """The shifts of a dataset from `source` (datasets.<name>.source) with these train parts."""
+def shifts_of(data: Prepared, source: str, parts: Mapping[str, Collection[str]] = {}, other: Prepared | None = None) -> Shifts:
+    """The shifts of a dataset from `source` (datasets.<name>.source) with these train parts, and `other`'s queries."""
     threaded = source in THREADED
     return Shifts(bool((data.pairs["split"] == LAY).any()), later_year(data) if threaded else None,
-                  {name: set(ids) for name, ids in parts.items()} if threaded else {})
+                  {name: set(ids) for name, ids in parts.items()} if threaded else {}, other)
 
 
 def later_year_results(trained: TrainedVariant, data: Prepared) -> dict:
