@@ -110,6 +110,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim curve --workspace ../semws --dataset semeval --variants A+L Szs+L --out reports/curve/semeval.json "
     "--plot docs/img/learning_curve_semeval.png":
         "a SemEval workspace: tests/test_pipeline.py runs `ticketsim curve` on the default dataset",
+    "ticketsim select --workspace ../semws --dataset semeval --variants A+L Fq+L Fqc+L --folds 5 --seeds 0 1 2 --baselines":
+        "43 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset, "
+        "tests/test_shift.py the later-year and cross-part shifts on a tiny threaded corpus",
     "ticketsim select --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
         "many minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
     'ticketsim search --index servicenow-index --subject "vpn keeps disconnecting"':
