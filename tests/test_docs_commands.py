@@ -96,6 +96,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --dataset default --variants Fq+L Fqc+L A+L --folds 5 --seeds 0 1 2 --out towers.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files (fewer folds, seeds and epochs)",
+    "ticketsim select --dataset default --variants Fqc+L Fqc+L-relpos Fqc+L-relsoft --folds 5 --seeds 0 1 2":
+        "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
+        "files; tests/test_contrastive.py each `rel`",
     "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
         "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with A+L and Fq+L",
     "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
