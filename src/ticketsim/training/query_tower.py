@@ -89,7 +89,7 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     corpus = load_corpus(params, params.retrain.dataset, IntakeReport())
     tokens = tokenize_corpus(corpus, make_tokenizer(scorer.text, corpus), progress=False)
     start = tower_start(scorer, encoder)
-    tickets = pair_tickets_s(scorer, corpus, {level.split("-", 1)[1] for level in variant.levels})
+    tickets = pair_tickets_s(scorer, corpus, set(metric_of(variant).needs()[1]["Fq"]))
     # No channel reads words (Fq and L read raw text, S and tokens): the word table is a placeholder of the right height.
     words = np.zeros((tokens.vocabulary().height, 2), np.float32)
     data = Prepared(params, corpus.pairs, tokens, corpus, (scaled(tickets, start.scale),), {"S": start.scale}, words, 1,

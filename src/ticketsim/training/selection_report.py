@@ -290,7 +290,7 @@ def load_problem(params: Params, workspace: Path, dataset: str, names: list[str]
         raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
     files = stage_paths("tune", dataset, workspace)
     cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
-    needed = {c for name in names for c in reads(metric_of(every[name])) if c in cached} | set(channels)
+    needed = {c for c in set().union(channels, *(reads(metric_of(every[name])) for name in names)) if c in cached}
     missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
     missing += [files[key] for key in ("corpus", "tokens", "word2vec", "char_blstm") if not Path(files[key]).exists()]
     if missing:
@@ -321,9 +321,10 @@ def command(args: argparse.Namespace) -> None:
         from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
 
     other = None
-    if args.cross:      # another dataset's train + dev queries, scored by each seed's model of this one
-        workspace, name = Path(args.cross[0]), args.cross[1]
-        other = load_problem(load_params(workspace / "params.yaml"), workspace, name, variants)
+    if args.cross:      # another dataset's train + dev queries, scored by each seed's model of this one: its channels
+        workspace, name = Path(args.cross[0]), args.cross[1]     # only (no branch start, no mining: nothing trains there)
+        read = set().union(*(reads(metric_of(params.siamese.variant(v))) for v in variants))
+        other = load_problem(load_params(workspace / "params.yaml"), workspace, name, [], read)
     shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {}, other)
     cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
     report = select(problem, variants, shifts, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
