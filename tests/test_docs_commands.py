@@ -101,6 +101,10 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "files; tests/test_contrastive.py each `rel`",
     "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
         "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with A+L and Fq+L",
+    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Fc+L Fc+L-relpos F+L A+L":
+        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
+    "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 0 --folds 5 --out cv":
+        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
     "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
         "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
