@@ -1,5 +1,6 @@
-"""Stage final: the final model, siamese.final trained with the tune stage's weights (row "#<final>-tuned"), which
-the bundle stage bundles; on a dataset without labelled pairs siamese.unlabelled, on mined pairs, unevaluated."""
+"""Stage final: the final model, the dataset's final variant (datasets.<name>.final, else siamese.final) trained with
+the tune stage's weights (row "#<final>-tuned"), which the bundle stage bundles; on a dataset without labelled pairs
+siamese.unlabelled, on mined pairs, unevaluated; a final variant that learns from no labelled pair keeps its weights."""
 from pathlib import Path
 
 from ticketsim.config import load_tuned
@@ -18,8 +19,8 @@ def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
     labelled = stage.dataset_config.labels
-    name = f"{params.siamese.final}-tuned" if labelled else params.siamese.final_of(stage.dataset_config)  # nothing tuned
-    row = Row(name, load_tuned(args.variant_file), stage.dataset, Path(args.out), Path(args.plots), final=True)
+    row = Row(params.siamese.final_row(stage.dataset_config), load_tuned(args.variant_file), stage.dataset, Path(args.out),
+              Path(args.plots), final=True)
     data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
                          labelled)
     with torch_threads(params.siamese.threads):     # as the siamese stage's rows: the same row, the same figures

@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--metrics", required=True)
     args = parser.parse_args()
     params = load_params()
-    final, name = params.siamese.final, params.siamese.registered_name(args.dataset)
+    final, name = params.siamese.final_of(params.dataset(args.dataset)), params.siamese.registered_name(args.dataset)
     with stage_run(params.tracking, "register", args.dataset):
         # Straight from the raw folder, not the prepare stage's output: one stage process per retrain keeps tests fast.
         corpus = read_dataset(params.dataset(args.dataset), IntakeReport())

@@ -327,8 +327,7 @@ def tune_command(args: argparse.Namespace) -> int:
     from ticketsim.model.saved import WEIGHTS
     from ticketsim.tuning.search import prepared_for_search, run  # torch and optuna
 
-    params = load_params(args.params)
-    params.dataset(args.dataset)
+    params = load_params(args.params).for_dataset(args.dataset)
     files, base = stage_paths("tune", args.dataset), Path(stage_paths("siamese", args.dataset)["out"]) / params.siamese.final
     channels = [path for path in files["channels"] if Path(path).is_file()]
     result = run(params, args.dataset,

@@ -69,6 +69,8 @@ class DatasetConfig:
     split: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.3})
     columns: str | ColumnMapping | None = None   # csv: a ready-made mapping's name, a mapping file (.yaml), or a mapping
     labels: bool = True        # false (csv): tickets only, no queries or pairs yet; the stages that need labels skip it
+    final: str | None = None   # the variant tuned, trained and registered for this dataset; None: siamese.final (or,
+                               # without labels, siamese.unlabelled). `ticketsim select` says which passes (docs/model.md)
 
     def path(self, name: str) -> Path:
         return Path(self.raw) / name
@@ -303,10 +305,19 @@ class SiameseParams:
     def __post_init__(self) -> None:
         every = {**self.variants, **self.finetuned}
         for key in ("final", "unlabelled"):
-            name = getattr(self, key)
-            if every.get(name) is not None and every[name].channels.get("R"):
-                raise ConfigError(f"params: siamese.{key}: {name} weighs R, the source's candidate order, which no real "
-                                  f"search has (it scores R as a constant): name a variant without R")
+            if every.get(name := getattr(self, key)) is not None:
+                self.deployable(name, f"siamese.{key}")
+
+    def deployable(self, name: str, key: str) -> VariantConfig:
+        """The variant `name` that params `key` names to register, refused if it weighs R: the source's candidate
+        order, which no real search has (the index scores R as a constant)."""
+        if name not in {**self.variants, **self.finetuned}:
+            raise ConfigError(f"params: {key}: no variant {name!r} in siamese.variants or siamese.finetuned")
+        variant = self.variant(name)
+        if variant.channels.get("R"):
+            raise ConfigError(f"params: {key}: {name} weighs R, the source's candidate order, which no real "
+                              f"search has (it scores R as a constant): name a variant without R")
+        return variant
 
     def variant(self, name: str) -> VariantConfig:
         """A variant of siamese.variants or siamese.finetuned by name."""
@@ -321,14 +332,20 @@ class SiameseParams:
         return build(TrainConfig, {**dataclasses.asdict(self.train), **over}, f"siamese.variants.train ({phase})")
 
     def final_of(self, dataset: DatasetConfig) -> str:
-        """The final variant of `dataset`: `final`, or for one without labelled pairs `unlabelled`, which must learn
-        from none."""
-        if dataset.labels:
-            return self.final
-        if self.variant(self.unlabelled).labels:
-            raise ConfigError(f"params: siamese.unlabelled: variant {self.unlabelled!r} learns from labelled pairs "
-                              f"(labels: true), which datasets.{dataset.name} has none of; name one with labels: false")
-        return self.unlabelled
+        """The final variant of `dataset`: its own `final`, else `final`, or for one without labelled pairs
+        `unlabelled`; one without labelled pairs must learn from none."""
+        key = f"datasets.{dataset.name}.final" if dataset.final else "siamese.final" if dataset.labels else "siamese.unlabelled"
+        name = dataset.final or (self.final if dataset.labels else self.unlabelled)
+        if not self.deployable(name, key).labels or dataset.labels:
+            return name
+        raise ConfigError(f"params: {key}: variant {name!r} learns from labelled pairs (labels: true), which "
+                          f"datasets.{dataset.name} has none of; name one with labels: false")
+
+    def final_row(self, dataset: DatasetConfig) -> str:
+        """The final stage's row of `dataset`: "<final>-tuned" (trained with the tune stage's weights), or the final
+        variant's own name where nothing was searched (no labelled pairs, or a variant that learns from none)."""
+        name = self.final_of(dataset)
+        return f"{name}-tuned" if dataset.labels and self.variant(name).labels else name
 
     def registered_name(self, dataset: str) -> str:
         """One registered model per dataset: the final variant trained on it."""
@@ -438,6 +455,15 @@ class TuneConfig:
     epochs: int = 10                # training epochs per trial (retrain) or of the one model (rescore)
     pruner: PrunerConfig = PrunerConfig()
 
+    def space(self, final: VariantConfig) -> SearchSpace:
+        """What the search weighs for `final`: the ranges (the grid, for sampler grid) of the channels and levels it weighs."""
+        key, space = ("grid", self.grid) if self.sampler == "grid" else ("ranges", self.ranges)
+        missing = [f"tune.{key}.channels.{c}" for c in final.channels if c not in space.channels] + \
+                  [f"tune.{key}.levels.{v}" for v in final.levels if v not in space.levels]
+        if missing:
+            raise ConfigError(f"params: {', '.join(missing)}: the final variant weighs it; give it values to search")
+        return SearchSpace({c: space.channels[c] for c in final.channels}, {v: space.levels[v] for v in final.levels})
+
     def __post_init__(self) -> None:
         if self.objective == "cv_map" and self.mode != "rescore":
             raise ConfigError("tune.objective: cv_map re-scores fold models trained once; set tune.mode: rescore, or "
@@ -523,6 +549,11 @@ class Params:
             raise ConfigError(f"params: datasets.{name}: no such dataset (have: {', '.join(self.datasets)})")
         return self.datasets[name]
 
+    def for_dataset(self, name: str) -> Params:
+        """These params as a stage of dataset `name` reads them: siamese.final is the dataset's own final, if it has one."""
+        final = self.dataset(name).final
+        return dataclasses.replace(self, siamese=dataclasses.replace(self.siamese, final=final)) if final else self
+
 
 def load_params(path: str | Path = "params.yaml") -> Params:
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
@@ -538,7 +569,13 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         if not dataset.labels and dataset.source != "csv":
             raise ConfigError(f"{path}: datasets.{name}.labels: false is for `source: csv` (a folder of tickets only), "
                               f"not {dataset.source!r}")
-    return build(Params, {**raw, "datasets": built}, str(path))
+    params = build(Params, {**raw, "datasets": built}, str(path))
+    for dataset in (d for d in built.values() if d.final):     # a dataset's own final: refused now, not at its stage
+        try:
+            params.siamese.final_of(dataset)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: {str(error).removeprefix('params: ')}") from None
+    return params
 
 
 def stage_paths(stage: str, dataset: str, root: str | Path = ".") -> dict[str, Any]:

@@ -73,8 +73,7 @@ class Stage:
         process with one line naming the key."""
         args = self.parser().parse_args(argv)
         try:
-            params = load_params(args.params)
-            params.dataset(args.dataset)
+            params = load_params(args.params).for_dataset(args.dataset)   # siamese.final: the dataset's own
         except ConfigError as error:
             sys.exit(f"{self.name}@{args.dataset}: {error}")
         stage = StageRun(self, args.dataset, params, args)

@@ -88,10 +88,10 @@ def run_gate(params: Params, version: str | None = None, promote_on_pass: bool =
         baseline, figures = (version_figures(cfg, v, pairs, params.evaluation) for v in (champion, candidate))
         baseline_label, basis = label(champion), f"Both scored in this run on the same pairs: {pairs.describe()}."
     else:
-        final = params.siamese.final
+        row = params.siamese.final_row(params.dataset(params.retrain.dataset))
         diff = dvc_metrics_diff(params.gate.baseline_rev)
         path = BASELINE_FILE.format(dataset=params.retrain.dataset)
-        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{final}-tuned.").items()}
+        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{row}.").items()}
         baseline_label, figures = f"`{params.gate.baseline_rev}` (dvc metrics diff)", candidate.metrics
         basis = ("No champion model to score: the figures are those stored with each (the candidate's registration run, "
                  f"{path} on `{params.gate.baseline_rev}`), each measured on the dev pairs of its own run.") if baseline else None

@@ -311,7 +311,7 @@ def command(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
 
-    params = load_params(args.workspace / "params.yaml")
+    params = load_params(args.workspace / "params.yaml").for_dataset(args.dataset)    # siamese.final: the dataset's
     variants = list(dict.fromkeys([*args.variants, params.siamese.unlabelled]))    # the reference is always compared
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
     problem = load_problem(params, args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),

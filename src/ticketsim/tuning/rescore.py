@@ -22,9 +22,10 @@ from ticketsim.training.selection import fold_pairs, per_query, query_folds
 from ticketsim.training.variant import Prepared, train_variant
 
 
-def space_metric(cfg: TuneConfig) -> MetricConfig:
-    """Every channel and level the search can weigh: what a rescore cache must hold."""
-    return MetricConfig(channels=dict.fromkeys(cfg.ranges.channels, 1.0), levels=dict.fromkeys(cfg.ranges.levels, 1.0))
+def space_metric(cfg: TuneConfig, final: VariantConfig) -> MetricConfig:
+    """Every channel and level the search can weigh for `final`: what a rescore cache must hold."""
+    space = cfg.space(final)
+    return MetricConfig(channels=dict.fromkeys(space.channels, 1.0), levels=dict.fromkeys(space.levels, 1.0))
 
 
 def space_inputs(problem: Prepared, metric: MetricConfig) -> Inputs:
@@ -51,7 +52,7 @@ def with_rescore_cache(problem: Prepared, cfg: TuneConfig, base_model: str | Pat
     The model is the siamese stage's (`base_model`: its folder, trained on train pairs, early-stopped on dev) or,
     without one, trained here for tune.epochs.
     """
-    metric = space_metric(cfg)
+    metric = space_metric(cfg, problem.final)
     if base_model is None:
         model = train_variant(problem, problem.final, problem.params.seed, problem.siamese.hidden, cfg.epochs).model
         inputs = space_inputs(problem, metric)
@@ -91,7 +92,7 @@ def fold_models(problem: Prepared, cfg: TuneConfig) -> FoldModels:
     """tune.folds folds of the train + dev queries (training.selection's, drawn by seed); per fold one model of the final
     variant trained once for tune.epochs on the other folds (the next fold early-stopping it), and its vectors of the
     fold's pairs cached. The channel scales stay the train split's: vectors only, no label of a held-out query."""
-    metric, seed = space_metric(cfg), problem.params.seed
+    metric, seed = space_metric(cfg, problem.final), problem.params.seed
     try:
         folds = query_folds(problem.pairs["query_id"], cfg.folds, seed)
     except ConfigError as error:

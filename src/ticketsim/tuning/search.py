@@ -48,7 +48,7 @@ def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str,
     test pair, no test query's tokens), with the cached channels the search space weighs."""
     final = params.siamese.variant(params.siamese.final)
     return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=SEARCH_SPLITS,
-                         also=space_metric(params.tune).channels)
+                         also=space_metric(params.tune, final).channels)
 
 
 # A trial's metric keys: dev figures as every siamese and final run logs them (a trial and a variant compare in one
@@ -64,7 +64,7 @@ def dev_measures(problem: Prepared, scores: np.ndarray) -> dict[str, float]:
 
 def suggest(trial: optuna.Trial, cfg: TuneConfig, final: VariantConfig, default_hidden: int) -> tuple[VariantConfig, int]:
     """One value per param, named W_<channel>, V_<level>, hidden: the columns of the MLflow and Optuna comparisons."""
-    space = cfg.grid if cfg.sampler == "grid" else cfg.ranges
+    space = cfg.space(final)
 
     def pick(name: str, values: tuple[float, ...]) -> float:
         if cfg.sampler == "grid":
@@ -251,11 +251,11 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
         labelled = params.dataset(dataset).labels
         name = params.siamese.final_of(params.dataset(dataset))
         final = params.siamese.variant(name)
-        if not cfg.enabled or not labelled:     # nothing to search by without labelled pairs
-            why = "tune.enabled is false" if labelled else f"datasets.{dataset} has no labelled pairs"
-            write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out,
-                        f"{why}: siamese.{'final' if labelled else 'unlabelled'} (#{name}) weights, not searched")
-            result = {"enabled": False} if labelled else {"skipped": why}
+        why = (f"datasets.{dataset} has no labelled pairs" if not labelled else "tune.enabled is false" if not cfg.enabled
+               else None if final.labels else f"#{name} learns from no labelled pair (labels: false)")
+        if why:     # nothing to search by: no labelled pairs, or a final variant that reads none
+            write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not searched")
+            result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
             print(f"tune@{dataset}: {why}: {out} holds #{name}'s weights, not searched")
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
