@@ -311,19 +311,17 @@ class SiameseParams:
     def deployable(self, name: str, key: str) -> VariantConfig:
         """The variant `name` that params `key` names to register, refused if it weighs R: the source's candidate
         order, which no real search has (the index scores R as a constant)."""
-        if name not in {**self.variants, **self.finetuned}:
-            raise ConfigError(f"params: {key}: no variant {name!r} in siamese.variants or siamese.finetuned")
-        variant = self.variant(name)
+        variant = self.variant(name, key)
         if variant.channels.get("R"):
             raise ConfigError(f"params: {key}: {name} weighs R, the source's candidate order, which no real "
                               f"search has (it scores R as a constant): name a variant without R")
         return variant
 
-    def variant(self, name: str) -> VariantConfig:
-        """A variant of siamese.variants or siamese.finetuned by name."""
+    def variant(self, name: str, key: str = "siamese") -> VariantConfig:
+        """A variant of siamese.variants or siamese.finetuned by name (`key`: the params key that names it, for the error)."""
         every = {**self.variants, **self.finetuned}
         if name not in every:
-            raise ConfigError(f"params: siamese: no variant {name!r} in variants or finetuned (have: {', '.join(every)})")
+            raise ConfigError(f"params: {key}: no variant {name!r} in variants or finetuned (have: {', '.join(every)})")
         return every[name]
 
     def training(self, variant: VariantConfig, phase: Literal["labels", "selfsup", "fuse"] = "labels") -> TrainConfig:
