@@ -6,14 +6,29 @@ the small data many tests train on (a tiny synthetic corpus with its tokens, ran
 `dvc repro` starts when the session's tests are collected, if a test needs it, and runs beside the rest meanwhile.
 
 A test marked `starts_early(start)` gets its long subprocess started when the session's tests are collected
-(`start(root)`, root a fresh folder beside the tests' tmp_path): stage processes use one core, and the suite the other meanwhile.
+(`start(root)`, root a fresh folder of the session): stage processes use one core, and the suite the other meanwhile.
+
+The suite runs on two xdist workers (pyproject's addopts). What starts early starts once per session, in whichever
+worker claims its folder first, as a `Job` that any worker can wait for; the tests that wait for one run last, so the
+workers do the rest meanwhile.
 """
+from __future__ import annotations
+
 import os
+
+# One OpenMP (torch, faiss) thread per process unless a test or stage sets its own: the suite's processes (two xdist
+# workers, the jobs started early, their stage processes) already fill 2 cores, where a second thread waiting on a busy
+# core multiplies the CPU (test_retrain's real model: 386 s of CPU on two threads, 85 s on one, beside the suite).
+# Set before torch is imported, here and in every subprocess, which inherits it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import pickle
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -56,32 +71,103 @@ def semeval_dir() -> Path:
     return SEMEVAL_DIR
 
 
-STARTED = pytest.StashKey[object]()     # what a starts_early test's start returned
-REPRO = pytest.StashKey[tuple]()         # the bare clone and its `dvc repro`, started at collection (repro_workspace)
+RUNNING: list[subprocess.Popen] = []      # the jobs this process started
+
+
+@dataclass(frozen=True)
+class Job:
+    """A shell script in its own process group, its output in `log` and, once it ended, its exit status in `folder/exit`:
+    any process of the session (each xdist worker) can wait for it. Its output goes to a file: a pipe that nobody reads
+    until the test comes would fill and stop it."""
+
+    folder: Path
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "job.log"
+
+    @classmethod
+    def start(cls, folder: Path, script: str, cwd: Path | None = None) -> Job:
+        job, done = cls(folder), shlex.quote(str(folder / "exit"))
+        wrapped = f"({script}) >{shlex.quote(str(job.log))} 2>&1; echo $? >{done}.part; mv {done}.part {done}"
+        RUNNING.append(subprocess.Popen(wrapped, shell=True, cwd=cwd, env={**os.environ, "DVC_NO_ANALYTICS": "1"},
+                                        start_new_session=True))
+        return job
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status, once it ended."""
+        deadline = time.monotonic() + timeout
+        while not (self.folder / "exit").is_file():
+            assert time.monotonic() < deadline, f"still running after {timeout} s: {self.log}"
+            time.sleep(0.5)
+        return int((self.folder / "exit").read_text())
+
+
+def session_folder(config: pytest.Config) -> Path:
+    """A folder of this test session that every xdist worker sees (each worker's own tmp folders are inside it)."""
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+def start_once(config: pytest.Config, name: str, start) -> None:
+    """`start(folder)` in the first worker to claim `name`'s folder; what it returned is left there for every worker."""
+    folder = session_folder(config) / name
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return
+    (folder / "started.part").write_bytes(pickle.dumps(start(folder)))
+    (folder / "started.part").rename(folder / "started.pkl")
+
+
+def started_value(config: pytest.Config, name: str, timeout: float = 600):
+    """What `start_once(config, name, ...)`'s start returned (in whichever worker), or None where nothing started it."""
+    folder, deadline = session_folder(config) / name, time.monotonic() + timeout
+    if not folder.is_dir():
+        return None
+    while not (folder / "started.pkl").is_file():
+        assert time.monotonic() < deadline, f"{name} was claimed but not started in {timeout} s"
+        time.sleep(0.5)
+    return pickle.loads((folder / "started.pkl").read_bytes())
+
+
+def early_name(item: pytest.Item) -> str:
+    return "early-" + "".join(c if c.isalnum() else "-" for c in item.nodeid)
+
+
+def waits(item: pytest.Item) -> bool:
+    return "repro_workspace" in item.fixturenames or item.get_closest_marker("starts_early") is not None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that wait for a job started at collection run last (the same order in every worker, as xdist needs)."""
+    items.sort(key=waits)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
-    mktemp = session.config._tmp_path_factory.mktemp      # folders kept as tmp_path's are
     for item in session.items:
         marker = item.get_closest_marker("starts_early")
         if marker is not None:
-            item.stash[STARTED] = marker.args[0](mktemp("starts-early"))
+            start_once(session.config, early_name(item), marker.args[0])
     if any("repro_workspace" in item.fixturenames for item in session.items):
-        session.stash[REPRO] = start_repro(mktemp("clone"))
+        start_once(session.config, "clone", start_repro)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """A session that ends before repro_workspace was read (-x, ^C, a deselecting -k) stops its `dvc repro`."""
-    if REPRO in session.stash and session.stash[REPRO][1].poll() is None:
-        os.killpg(session.stash[REPRO][1].pid, signal.SIGKILL)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The jobs this process started: stopped when the session was cut short (-x, ^C), else waited for (under xdist
+    another worker may still need one)."""
+    for process in RUNNING:
+        if process.poll() is None and (session.shouldstop or exitstatus == pytest.ExitCode.INTERRUPTED):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 @pytest.fixture
 def started(request):
     """What the test's starts_early start returned at collection, or None (it runs the start itself then)."""
-    return request.node.stash.get(STARTED, None)
+    return started_value(request.config, early_name(request.node))
 
 
 def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subprocess.CompletedProcess:
@@ -109,6 +195,7 @@ def small_params(params: dict) -> dict:
     # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
     # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
     params["topics"]["workers"] = params["comparators"]["workers"] = 1
+    params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (OMP_NUM_THREADS above)
     params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
     return params
 
@@ -128,10 +215,9 @@ def clone(root: Path) -> Path:
 FAST_PATH = "=== register@default: a bundle, no table 5"     # said between the two commands when the fast path did so
 
 
-def start_repro(root: Path) -> tuple[Path, subprocess.Popen, Path]:
+def start_repro(root: Path) -> tuple[Path, Job]:
     """`dvc repro register@default` (the README's fast path to the model to deploy) on a bare clone in `root` with small
-    params, then, once it left a bundle and no table 5, `dvc repro` (the rest): in its own process group, its output in
-    a file (a pipe that nobody reads until the first test needs the workspace would fill and stop it)."""
+    params, then, once it left a bundle and no table 5, `dvc repro` (the rest)."""
     repo = clone(root / "repo")
     assert not (root / "shared").exists()   # as on a user's machine: no SemEval files beside the clone
     params = small_params(yaml.safe_load((repo / "params.yaml").read_text()))
@@ -140,17 +226,15 @@ def start_repro(root: Path) -> tuple[Path, subprocess.Popen, Path]:
     dvc = f"{shlex.quote(sys.executable)} -m dvc"
     script = (f"{dvc} repro register@default && test -d models/default/bundle && test ! -e metrics/default/table5.json "
               f"&& echo '{FAST_PATH}' && {dvc} repro")
-    with (root / "repro.log").open("w") as log:
-        return repo, subprocess.Popen(script, shell=True, cwd=repo, stdout=log, stderr=subprocess.STDOUT,
-                                      env={**os.environ, "DVC_NO_ANALYTICS": "1"}, start_new_session=True), root / "repro.log"
+    return repo, Job.start(root, script, cwd=repo)
 
 
 @pytest.fixture(scope="session")
 def repro_workspace(request, tmp_path_factory) -> Path:
-    repo, running, log = request.session.stash.get(REPRO, None) or start_repro(tmp_path_factory.mktemp("clone"))
-    running.wait(timeout=3600)
-    said = log.read_text()
-    assert FAST_PATH in said and running.returncode == 0, said[-6000:]
+    repo, job = started_value(request.config, "clone") or start_repro(tmp_path_factory.mktemp("clone"))
+    code = job.wait(timeout=3600)
+    said = job.log.read_text()
+    assert FAST_PATH in said and code == 0, said[-6000:]
     return repo
 
 

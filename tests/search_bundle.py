@@ -56,7 +56,8 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
 }
 SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
 ENCODER_CONFIG = EncoderConfig(max_tokens=48, frozen_layers=1)    # F's: one of the tiny encoder's two layers trains
-SENTENCE = SentenceConfig(max_tokens=32, overlap=4)   # MiniLM reading 32 tokens: the same code path at an eighth of the cost
+# MiniLM reading 32 tokens: the same code path at an eighth of the cost; one thread, as the suite's processes fill the cores
+SENTENCE = SentenceConfig(max_tokens=32, overlap=4, threads=1)
 
 
 @dataclass(frozen=True)

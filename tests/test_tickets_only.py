@@ -5,7 +5,6 @@ The quick start of docs/helpdesk-data.md runs here as written, with the default 
 ServiceNow-shaped exports of one synthetic ticket and of five placed where the command points, each in a throwaway
 clone."""
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import clone
+from conftest import Job, clone
 from export_shapes import write_export
 from test_docs_commands import COMMANDS, RUN_HERE, shell, shown_commands
 
@@ -105,11 +104,11 @@ def test_a_stage_that_needs_labels_writes_its_outputs_empty_and_says_it_skipped(
 
 
 # ------------------------------------------------------------------------------------------------ the quick start
-def start_small_bases(root: Path) -> tuple[dict[int, Path], subprocess.Popen, Path]:
+def start_small_bases(root: Path) -> tuple[dict[int, Path], Job]:
     """The quick start's first command as written, on a 1-ticket and a 5-ticket incident list without work notes (the
     shape the servicenow mapping refused), each in its own clone with the default params, one after the other in one
-    process: stage processes on one core, so conftest starts them when the session's tests are collected and the rest
-    of the suite uses the other. Their output goes to a file: a pipe read only when the test comes would fill and stop them."""
+    job: stage processes on one core, so conftest starts them when the session's tests are collected and the rest
+    of the suite uses the other."""
     repos = {}
     for size in (1, 5):
         repos[size] = repo = clone(root / f"repo-{size}")
@@ -118,9 +117,7 @@ def start_small_bases(root: Path) -> tuple[dict[int, Path], subprocess.Popen, Pa
             subprocess.run(["git", *git.split()], cwd=repo, check=True, capture_output=True)
     script = "; ".join(f"(cd {shlex.quote(str(repo))} && {QUICK_START[0]}); echo \"=== {size} tickets: exit $?\""
                        for size, repo in repos.items())
-    with (root / "quick-start.log").open("w") as log:
-        return repos, subprocess.Popen(script, shell=True, stdout=log, stderr=subprocess.STDOUT,
-                                       env={**os.environ, "DVC_NO_ANALYTICS": "1"}), root / "quick-start.log"
+    return repos, Job.start(root, script)
 
 
 @pytest.mark.slow
@@ -133,9 +130,9 @@ def test_the_quick_start_runs_as_written_on_one_ticket_and_on_five_to_a_register
     for command in (*QUICK_START, VALIDATE):
         assert shown[command].startswith("docs/helpdesk-data.md")
         assert COMMANDS[command].startswith(RUN_HERE.replace("test_docs_commands", "test_tickets_only"))
-    repos, running, log = started or start_small_bases(tmp_path)
-    running.wait(timeout=1800)
-    said = log.read_text()
+    repos, job = started or start_small_bases(tmp_path)
+    job.wait(timeout=1800)
+    said = job.log.read_text()
     parts = re.split(r"^=== (\d+) tickets: exit (\d+)$", said, flags=re.M)    # each run's output, then its size and exit
     runs = {int(size): (output, int(code)) for output, size, code in zip(parts[::3], parts[1::3], parts[2::3])}
     assert {size: code for size, (_, code) in runs.items()} == {1: 0, 5: 0}, said[-8000:]
