@@ -96,11 +96,16 @@ class Job:
 
     def wait(self, timeout: float) -> int:
         """Its exit status, once it ended."""
-        deadline = time.monotonic() + timeout
-        while not (self.folder / "exit").is_file():
-            assert time.monotonic() < deadline, f"still running after {timeout} s: {self.log}"
-            time.sleep(0.5)
-        return int((self.folder / "exit").read_text())
+        return int(appeared(self.folder / "exit", timeout, f"still running after {timeout} s: {self.log}").read_text())
+
+
+def appeared(path: Path, timeout: float, late: str) -> Path:
+    """`path` once another process has written it (each writes a file whole, then renames it into place)."""
+    deadline = time.monotonic() + timeout
+    while not path.is_file():
+        assert time.monotonic() < deadline, late
+        time.sleep(0.5)
+    return path
 
 
 def session_folder(config: pytest.Config) -> Path:
@@ -122,13 +127,10 @@ def start_once(config: pytest.Config, name: str, start) -> None:
 
 def started_value(config: pytest.Config, name: str, timeout: float = 600):
     """What `start_once(config, name, ...)`'s start returned (in whichever worker), or None where nothing started it."""
-    folder, deadline = session_folder(config) / name, time.monotonic() + timeout
+    folder = session_folder(config) / name
     if not folder.is_dir():
         return None
-    while not (folder / "started.pkl").is_file():
-        assert time.monotonic() < deadline, f"{name} was claimed but not started in {timeout} s"
-        time.sleep(0.5)
-    return pickle.loads((folder / "started.pkl").read_bytes())
+    return pickle.loads(appeared(folder / "started.pkl", timeout, f"{name} was claimed but not started in {timeout} s").read_bytes())
 
 
 def early_name(item: pytest.Item) -> str:
