@@ -50,9 +50,10 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
     "FqL": VariantConfig({"Fq": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
     # S+L on one level pair: F+L's index layout (384 dims) with S in F's place
     "SL": VariantConfig({"S": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="pairwise"),
-    # the registered default (params' siamese.final, A+L): its queries need no torch once exported (search/queries.py)
-    "AL": VariantConfig({"A": 1.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,
-                                               "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
+    # the registered default (params' siamese.final, Ac+L-relpos): its queries need no torch once exported (search/queries.py)
+    "AL": VariantConfig({"A": 5.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,
+                                               "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True,
+                        loss="contrastive", rel="positive"),
 }
 SCALES = {"E": 40.0, "T": 4.0, "S": 1.0}
 ENCODER_CONFIG = EncoderConfig(max_tokens=48, frozen_layers=1)    # F's: one of the tiny encoder's two layers trains

@@ -30,13 +30,13 @@ def test_a_datasets_final_overrides_siamese_final_for_its_stages_only(tmp_path):
     path = params_file(tmp_path, default={"source": "synthetic"}, semeval={"source": "semeval2016", "raw": "x", "final": "Szs+L"})
     params = load_params(path)
     assert params.siamese.final_of(params.dataset("semeval")) == "Szs+L"
-    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "A+L"
-    assert params.for_dataset("semeval").siamese.final == "Szs+L" and params.for_dataset("default").siamese.final == "A+L"
+    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "Ac+L-relpos"
+    assert params.for_dataset("semeval").siamese.final == "Szs+L" and params.for_dataset("default").siamese.final == "Ac+L-relpos"
     # a stage of the dataset reads it as siamese.final; the row the final stage trains keeps the variant's name: nothing
     # is tuned for a variant that learns from no labelled pair
     stage = Stage("final", "doc").start(["semeval", "--params", str(path)])
     assert stage.params.siamese.final == "Szs+L" and stage.params.siamese.final_row(stage.dataset_config) == "Szs+L"
-    assert params.siamese.final_row(params.dataset("default")) == "A+L-tuned"
+    assert params.siamese.final_row(params.dataset("default")) == "Ac+L-relpos-tuned"
 
 
 @pytest.mark.parametrize("entry, message", [
@@ -61,7 +61,7 @@ def test_a_dataset_without_labels_refuses_a_final_that_learns_from_them():
 def test_the_search_weighs_the_final_variants_channels_and_levels_only_and_names_a_missing_range():
     tune = TuneConfig(ranges=TuneConfig().ranges)
     space = tune.space(VARIANTS["A+L"])
-    assert space.channels == {"A": (0.5, 3.0), "L": (0.0, 2.0)} and set(space.levels) == set(MULTI)
+    assert space.channels == {"A": (0.5, 8.0), "L": (0.0, 4.0)} and set(space.levels) == set(MULTI)
     with pytest.raises(ConfigError, match="tune.ranges.channels.S: the final variant weighs it"):
         tune.space(VARIANTS["Szs+L"])
 

@@ -53,5 +53,5 @@ def test_config_defaults_are_the_params_yaml_values():
 def test_a_default_that_disagrees_is_named():
     given = {"final": "22", "hidden": 50, "variants": {"22": {}}, "train": {"epochs": 7, "lr": 1.0}}
     assert sorted(disagreements(SiameseParams(), given, "siamese")) == [
-        "siamese.final: config.py says 'A+L', params.yaml '22'",
+        "siamese.final: config.py says 'Ac+L-relpos', params.yaml '22'",
         "siamese.train.epochs: config.py says 30, params.yaml 7"]

@@ -41,7 +41,7 @@ def test_an_exported_encoder_gives_the_torch_paths_vectors(search_parts, tmp_pat
 
 @pytest.fixture(scope="module")
 def exported(search_parts, tmp_path_factory):
-    """(bundle, index folder, the torch road's searcher, the exported road's) of the registered configuration, A+L."""
+    """(bundle, index folder, the torch road's searcher, the exported road's) of the registered configuration, Ac+L-relpos."""
     root = tmp_path_factory.mktemp("fast")
     bundle = make_bundle(root / "bundle", search_parts, "AL")
     assert export_queries(bundle) is None and (bundle / QUERY).is_dir()

@@ -19,7 +19,7 @@ from ticketsim.search.searcher import Searcher
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["AL", "FA"])
 def test_float16_vectors_keep_the_end_user_top_10_at_half_the_bytes(search_parts, tmp_path, variant):
-    """AL: the registered configuration (A+L); FA: the fine-tuned encoder F beside A and L."""
+    """AL: the registered configuration (Ac+L-relpos); FA: the fine-tuned encoder F beside A and L."""
     bundle = make_bundle(tmp_path / "bundle", search_parts, variant)
     scorer = Scorer.load(bundle)
     queries = search_parts.corpus.queries.filter(search_parts.corpus.queries["query_id"].is_in(

@@ -40,6 +40,9 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
         (f"siamese#{reference}@default", reference, reference)])
     assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 for r in siamese)
     assert all("train_loss" in r.data.metrics for r in siamese if r.data.tags["variant"] != reference)   # it trains nothing
+    # the registered configuration's L is fused after its contrastive phase: that phase's losses are logged apart
+    final_run, = [r for r in siamese if r.data.tags["variant"] == final]
+    assert {"train_loss", "fuse_train_loss", "fuse_dev_loss"} <= set(final_run.data.metrics)
     models = yaml.safe_load((repro_workspace / "params.yaml").read_text())["comparators"]["models"]
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
     assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
@@ -83,37 +86,37 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
 
 def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads_a_test_query(repro_workspace, tmp_path):
     out = tmp_path / "select.json"
-    run("ticketsim.cli", "select", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "A+L", "15",
+    run("ticketsim.cli", "select", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos", "15",
         "--folds", "3", "--seeds", "1", "--epochs", "1", "--baselines", "--out", str(out), cwd=tmp_path)
     report = json.loads(out.read_text())
-    assert list(report["configurations"])[:2] == ["A+L", "15"] and "BM25" in report["configurations"]
+    assert list(report["configurations"])[:2] == ["Ac+L-relpos", "15"] and "BM25" in report["configurations"]
     pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
     chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
     for name, figures in report["configurations"].items():
         assert set(figures["query_ap"]) <= chosen_on and figures["cv_map"]["values"], name   # CV over train + dev only
-    assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "A+L"), ("A+L", "BM25")}
+    assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "Ac+L-relpos"), ("Ac+L-relpos", "BM25")}
 
 
 
 def test_variant_cost_times_one_model_of_each_row_on_the_pipelines_files(repro_workspace, tmp_path):
     """benchmarks/variant_cost.py as docs/model.md shows it, on two rows: the registered one and the query tower."""
     done = subprocess.run([sys.executable, str(REPO / "benchmarks/variant_cost.py"), "--workspace", str(repro_workspace),
-                           "--dataset", "default", "--variants", "A+L", "Fq+L"], cwd=tmp_path, capture_output=True, text=True)
+                           "--dataset", "default", "--variants", "Ac+L-relpos", "Fq+L"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = dict(re.findall(r"^\| (A\+L|Fq\+L) \| ([\d.]+) \|", done.stdout, flags=re.MULTILINE))
-    assert set(rows) == {"A+L", "Fq+L"} and all(float(v) > 0 for v in rows.values()), done.stdout
+    rows = dict(re.findall(r"^\| (Ac\+L-relpos|Fq\+L) \| ([\d.]+) \|", done.stdout, flags=re.MULTILINE))
+    assert set(rows) == {"Ac+L-relpos", "Fq+L"} and all(float(v) > 0 for v in rows.values()), done.stdout
 
 
 def test_ticketsim_curve_trains_on_judged_queries_of_train_and_dev_and_writes_its_table_json_and_png(repro_workspace, tmp_path):
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
-    done = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "A+L",
+    done = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos",
                "--sizes", "5", "1000", "all", "--seeds", "1", "--folds", "3", "--epochs", "1", "--out", str(out),
                "--plot", str(png), "--no-mlflow", cwd=tmp_path)
     report = json.loads(out.read_text())
-    assert report["sizes"] == ["5", "all"] and report["skipped"] == ["1000"] and "| A+L | 5 |" in done.stdout
+    assert report["sizes"] == ["5", "all"] and report["skipped"] == ["1000"] and "| Ac+L-relpos | 5 |" in done.stdout
     pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
     chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
-    assert set(report["curves"]["A+L"][0]["query_ap"]) == chosen_on and {"BM25", "S#14 zero-shot (cosine)"} == set(report["lines"])
+    assert set(report["curves"]["Ac+L-relpos"][0]["query_ap"]) == chosen_on and {"BM25", "S#14 zero-shot (cosine)"} == set(report["lines"])
     assert png.read_bytes()[:4] == b"\x89PNG"
     refused = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "nope",
                   cwd=tmp_path, check=False)

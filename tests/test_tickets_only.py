@@ -74,8 +74,8 @@ def test_labels_false_is_for_csv_datasets_and_the_unlabelled_final_must_learn_fr
     with pytest.raises(ConfigError, match=r"datasets\.d\.labels: false is for `source: csv`"):
         load_params(tmp_path / "params.yaml")
     variants = {"A+L": VariantConfig({"A": 1.0}, {"sub-sub": 1.0}), "Szs+L": VariantConfig({"S": 1.0}, {"sub-sub": 1.0}, labels=False)}
-    assert SiameseParams(variants=variants).final_of(desk(tmp_path, labels=False)) == "Szs+L"
-    assert SiameseParams(variants=variants).final_of(desk(tmp_path)) == "A+L"
+    assert SiameseParams(variants=variants, final="A+L").final_of(desk(tmp_path, labels=False)) == "Szs+L"
+    assert SiameseParams(variants=variants, final="A+L").final_of(desk(tmp_path)) == "A+L"
     with pytest.raises(ConfigError, match="siamese.unlabelled: variant 'A\\+L' learns from labelled pairs"):
         SiameseParams(variants=variants, unlabelled="A+L").final_of(desk(tmp_path, labels=False))
 

@@ -296,7 +296,7 @@ class SiameseParams:
     finetuned: dict[str, VariantConfig] = field(default_factory=dict)   # channel F's rows: stage finetune, off by default
     encoder: EncoderConfig = EncoderConfig()
     selfsup: MiningConfig = MiningConfig()
-    final: str = "A+L"           # the variant logged and registered as the MLflow model
+    final: str = "Ac+L-relpos"   # the variant logged and registered as the MLflow model
     unlabelled: str = "Szs+L"    # the final variant of a dataset without labelled pairs (datasets.<name>.labels: false)
     registered_model: str = "ticketsim-siamese"
     threads: int = 1             # torch threads per row: small matrices; a second thread on a busy 2-core box is far slower
@@ -441,8 +441,8 @@ class TuneConfig:
     objective: Literal["cv_map", "map", "mse"] = "cv_map"   # CV MAP over train + dev queries, dev MAP (both maximised) or
                                     # dev MSE of calibrated scores (minimised)
     folds: int = bounded(5, low=3)  # cv_map: folds of the train + dev queries, a model trained once per fold
-    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`A+L`) weights, which must lie inside
-        channels={"A": (0.5, 3.0), "L": (0.0, 2.0)},
+    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`Ac+L-relpos`) weights, which must lie inside
+        channels={"A": (0.5, 8.0), "L": (0.0, 4.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)})
     grid: SearchSpace = SearchSpace(

@@ -103,13 +103,15 @@ def reproducible() -> Iterator[None]:
     One thread because this model's matrices are tiny: with two, thread hand-offs cost more than they save (a training
     step measured 10x slower on a busy 2-core machine), and the result no longer depends on the machine's core count.
     """
-    deterministic, threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
-    torch.use_deterministic_algorithms(True)
+    # The debug mode is the same switch as use_deterministic_algorithms without its import of torch._inductor (2 s of
+    # every stage that reads word vectors, for a flag only torch.compile reads).
+    mode, threads = torch.get_deterministic_debug_mode(), torch.get_num_threads()
+    torch.set_deterministic_debug_mode("error")
     torch.set_num_threads(1)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(deterministic)
+        torch.set_deterministic_debug_mode(mode)
         torch.set_num_threads(threads)
 
 

@@ -25,7 +25,8 @@ from ticketsim.training.shift import THREADED, later_year_results
 from ticketsim.training.trainer import History
 from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
 
-LOSS_PREFIX = {"labels": "", "selfsup": "selfsup_"}   # MLflow keys: train_loss, dev_loss as every stage; selfsup_* for phase 1
+# MLflow keys: train_loss, dev_loss as every stage; selfsup_* for phase 1, fuse_* for L fused after a contrastive phase
+LOSS_PREFIX = {"labels": "", "selfsup": "selfsup_", "fuse": "fuse_"}
 
 
 @dataclass(frozen=True)
