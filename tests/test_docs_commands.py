@@ -117,11 +117,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files with 3 folds, 1 seed and 1 epoch",
-    "ticketsim curve --dataset default --variants A+L Szs+L --folds 8 --out reports/curve/default.json "
+    "ticketsim curve --dataset default --variants Ac+L-relpos Szs+L --folds 8 --out reports/curve/default.json "
     "--plot docs/img/learning_curve_default.png":
         "minutes of training: tests/test_pipeline.py runs `ticketsim curve` on the bare-clone pipeline's files with 3 folds, "
         "1 seed and 1 epoch",
-    "ticketsim curve --workspace ../semws --dataset semeval --variants A+L Szs+L --out reports/curve/semeval.json "
+    "ticketsim curve --workspace ../semws --dataset semeval --variants Ac+L-relpos Szs+L --out reports/curve/semeval.json "
     "--plot docs/img/learning_curve_semeval.png":
         "a SemEval workspace: tests/test_pipeline.py runs `ticketsim curve` on the default dataset",
     "ticketsim select --workspace ../semws --dataset semeval --variants A+L Fq+L Fqc+L --folds 5 --seeds 0 1 2 --baselines":
