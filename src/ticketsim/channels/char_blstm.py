@@ -103,8 +103,8 @@ def reproducible() -> Iterator[None]:
     One thread because this model's matrices are tiny: with two, thread hand-offs cost more than they save (a training
     step measured 10x slower on a busy 2-core machine), and the result no longer depends on the machine's core count.
     """
-    # The debug mode is the same switch as use_deterministic_algorithms without its import of torch._inductor (2 s of
-    # every stage that reads word vectors, for a flag only torch.compile reads).
+    # The debug mode is the same switch as use_deterministic_algorithms without its import of torch._inductor (2 s of a
+    # stage that reads word vectors and trains nothing, for a flag only torch.compile reads).
     mode, threads = torch.get_deterministic_debug_mode(), torch.get_num_threads()
     torch.set_deterministic_debug_mode("error")
     torch.set_num_threads(1)
