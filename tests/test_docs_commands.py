@@ -107,7 +107,7 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "--baselines":
         "13 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
     "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
-        "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with A+L and Fq+L",
+        "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with Ac+L-relpos and Fq+L",
     "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Fc+L Fc+L-relpos F+L A+L":
         "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
     "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 0 --folds 5 --out cv":

@@ -25,8 +25,11 @@ from ticketsim.training.shift import THREADED, later_year_results
 from ticketsim.training.trainer import History
 from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
 
-# MLflow keys: train_loss, dev_loss as every stage; selfsup_* for phase 1, fuse_* for L fused after a contrastive phase
-LOSS_PREFIX = {"labels": "", "selfsup": "selfsup_", "fuse": "fuse_"}
+
+def loss_prefix(phase: str) -> str:
+    """MLflow keys of a phase's losses: train_loss, dev_loss for the labels (as every stage), <phase>_* for the others
+    (selfsup_ for phase 1, fuse_ for L fused after a contrastive phase)."""
+    return "" if phase == "labels" else f"{phase}_"
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
                    artifacts=(metrics, row.out / CALIBRATOR, row.out / SCALES, row.plots)):
         for phase, history in trained.histories.items():
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
-                log_metrics(dict(zip((f"{LOSS_PREFIX[phase]}train_loss", f"{LOSS_PREFIX[phase]}dev_loss"), losses)), step=epoch)
+                log_metrics(dict(zip((f"{loss_prefix(phase)}train_loss", f"{loss_prefix(phase)}dev_loss"), losses)), step=epoch)
         stage.metrics(trained.results, logged=trained.figures, path=metrics)   # dev.rerank.map, ...: the same keys in every row
     maps = {split: by["rerank"]["map"] for split, by in trained.figures.items() if isinstance(by, dict) and "rerank" in by}
     reached = (f"dev rerank MAP {100 * maps['dev']:.2f}" + "".join(f", {split} {100 * value:.2f}" for split, value in maps.items()
