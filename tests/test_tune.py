@@ -321,3 +321,15 @@ def test_the_default_search_is_on_and_cross_validated():
 
     for tune in (TuneConfig(), load_params(REPO / "params.yaml").tune):
         assert tune.enabled and tune.objective == "cv_map" and tune.mode == "rescore" and tune.folds == 5
+
+
+def test_the_tuners_epochs_cap_a_variants_own_and_never_raise_them(tmp_path, corpus_and_tokens):
+    """tune.epochs (3 here, 10 by default) is a cap: a fold model of a variant that trains 2 epochs (as F trains 4 where
+    the default allows 10) trains 2, as the final stage will train it; one that trains 5 trains 3."""
+    params = cv_params(tmp_path)
+    problem = cv_problem(params, *corpus_and_tokens)
+    epochs = lambda variant, cap: len(train_variant(problem, variant, 0, epochs=cap).histories["labels"].train_loss)  # noqa: E731
+    short = replace(ADAPTED, train={**ADAPTED.train, "epochs": 2, "patience": 9})
+    long = replace(ADAPTED, train={**ADAPTED.train, "epochs": 5, "patience": 9})
+    assert params.tune.epochs == 3
+    assert (epochs(short, params.tune.epochs), epochs(short, 1), epochs(long, params.tune.epochs)) == (2, 1, 3)

@@ -441,8 +441,8 @@ class TuneConfig:
     objective: Literal["cv_map", "map", "mse"] = "cv_map"   # CV MAP over train + dev queries, dev MAP (both maximised) or
                                     # dev MSE of calibrated scores (minimised)
     folds: int = bounded(5, low=3)  # cv_map: folds of the train + dev queries, a model trained once per fold
-    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`Ac+L-relpos`) weights, which must lie inside
-        channels={"A": (0.5, 8.0), "L": (0.0, 4.0)},
+    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`Ac+L-relpos`) weights, which must lie inside; F and Fq
+        channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0)},   # for a final that fine-tunes
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)})
     grid: SearchSpace = SearchSpace(
@@ -450,7 +450,8 @@ class TuneConfig:
         levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),
                 "sub-sol": (0.1, 0.15, 0.2), "desc-sol": (0.1, 0.15, 0.2)})
     hidden: tuple[int, ...] = (50,)  # LSTM sizes to try (retrain mode; rescore keeps siamese.hidden)
-    epochs: int = 10                # training epochs per trial (retrain) or of the one model (rescore)
+    epochs: int = 10                # training epochs per trial (retrain) or of the fold models (rescore), at most:
+                                    # a variant that trains fewer keeps its own (F: 4)
     pruner: PrunerConfig = PrunerConfig()
 
     def space(self, final: VariantConfig) -> SearchSpace:

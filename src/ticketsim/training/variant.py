@@ -211,17 +211,18 @@ def pretrain(model: SiameseLSTM, mined: Mined, cfg: MiningConfig, train: TrainCo
 def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant: VariantConfig, siamese: SiameseParams,
                 seed: int, mined: Mined | None = None, checkpoints: Path | None = None,
                 on_epoch: Callable[[str, int, float, float], None] | None = None, inputs_digest: str = "",
-                **overrides) -> dict[str, History]:
+                max_epochs: int | None = None, **overrides) -> dict[str, History]:
     """Every training phase of a variant: the mined pairs first (selfsup: true), then the labelled pairs (labels: true),
     then for an in-batch loss the pair channels' weights over the trained branches (fuse).
     checkpoints: a folder for each phase's resumable checkpoint, resumed only for the same variant, model, training,
-    pairs, inputs (`inputs_digest`) and seed; on_epoch(phase, epoch, train loss, dev loss); overrides: TrainConfig
-    values over every phase's (e.g. epochs)."""
+    pairs, inputs (`inputs_digest`) and seed; on_epoch(phase, epoch, train loss, dev loss); max_epochs: a cap on each
+    phase's own epochs; overrides: TrainConfig values over every phase's (e.g. epochs)."""
     histories = {}
     for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels), ("fuse", fuses_after(variant))):
         if not wanted:
             continue
         cfg = replace(siamese.training(variant, phase), **overrides)
+        cfg = replace(cfg, epochs=min(cfg.epochs, max_epochs or cfg.epochs))
         options = {"on_epoch": (lambda e, t, d, p=phase: on_epoch(p, e, t, d)) if on_epoch else None}
         if checkpoints is not None:
             options |= {"checkpoint": checkpoints / CHECKPOINTS[phase],
@@ -294,9 +295,9 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
                   checkpoints: Path | None = None,
                   on_epoch: Callable[[str, int, Callable[[], np.ndarray]], None] | None = None) -> TrainedVariant:
     """THE way to train a variant: its inputs from `data`, a model seeded by `seed`, every training phase (fit_variant).
-    hidden: the LSTM size (default the variant's, else siamese.hidden); epochs: over each phase's own; checkpoints: a
-    folder to resume from and save to; on_epoch(phase, epoch, scores): after each epoch, `scores()` giving g of every
-    pair from the model as it stands (the tuner's pruning reads it)."""
+    hidden: the LSTM size (default the variant's, else siamese.hidden); epochs: a cap on each phase's own (F's 4 stay 4
+    where the tuner allows 10); checkpoints: a folder to resume from and save to; on_epoch(phase, epoch, scores): after
+    each epoch, `scores()` giving g of every pair from the model as it stands (the tuner's pruning reads it)."""
     siamese = replace(data.siamese, hidden=hidden or variant.hidden or data.siamese.hidden)
     cached = reads(metric_of(variant))
     inputs = variant_inputs(data, variant)
@@ -307,6 +308,6 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
     if checkpoints is not None:
         checkpoints.mkdir(parents=True, exist_ok=True)
     histories = fit_variant(model, inputs, data.pairs, variant, siamese, seed, data.mined, checkpoints=checkpoints,
-                            on_epoch=report, inputs_digest=data.digest, **({"epochs": epochs} if epochs else {}))
+                            on_epoch=report, inputs_digest=data.digest, max_epochs=epochs)
     model.eval()
     return replace(trained, histories=histories)
