@@ -323,6 +323,21 @@ def test_the_default_search_is_on_and_cross_validated():
         assert tune.enabled and tune.objective == "cv_map" and tune.mode == "rescore" and tune.folds == 5
 
 
+def test_every_learned_deployable_row_of_the_adapter_or_the_encoder_can_be_the_final_the_tuner_searches():
+    """siamese.final may name any learned row over A, F or Fq without R (where a GPU trains F, the rule picks
+    Fc+L-relpos): the default ranges cover what each weighs, and trial 0 (its own weights) lies inside them."""
+    from ticketsim.config import load_params
+
+    siamese = load_params(REPO / "params.yaml").siamese
+    names = [n for n, v in {**siamese.variants, **siamese.finetuned}.items()
+             if v.labels and {"A", "F", "Fq"} & set(v.channels) and "R" not in v.channels]
+    assert {"Ac+L-relpos", "Fc+L-relpos", "Fq+L"} <= set(names)
+    for name in names:
+        variant = siamese.variant(name)
+        space = TuneConfig().space(variant)
+        assert all(low <= variant.channels[c] <= high for c, (low, high) in space.channels.items()), name
+
+
 def test_the_tuners_epochs_cap_a_variants_own_and_never_raise_them(tmp_path, corpus_and_tokens):
     """tune.epochs (3 here, 10 by default) is a cap: a fold model of a variant that trains 2 epochs (as F trains 4 where
     the default allows 10) trains 2, as the final stage will train it; one that trains 5 trains 3."""
