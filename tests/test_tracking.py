@@ -1,5 +1,6 @@
 """MLflow tracking: one run per stage run in a SQLite store, with tags, params, metrics and artifacts."""
 import mlflow
+import pytest
 
 from ticketsim.config import TextConfig, TrackingConfig
 from ticketsim.lifecycle.tracking import URI_VARIABLE, log_artifacts, log_methods, log_metrics, stage_run, tracking_uri
@@ -19,6 +20,27 @@ def test_stage_run_logs_params_metrics_tags_and_artifacts(tmp_path):
     assert stored.data.params["text.numbers"] == "mask" and stored.data.params["seed"] == "3"
     assert stored.data.metrics == {"bm25.dev.retrieve.map_at_10": 0.5}  # NaN is not logged
     assert (tmp_path / "art").is_dir() and any(p.name == "report.md" for p in (tmp_path / "art").rglob("*"))
+
+
+def test_a_stage_run_joins_the_experiment_another_process_created_after_it_looked(tmp_path, monkeypatch):
+    """Two tune workers start at once on an empty store: both find no experiment, one creates it, the other's create
+    fails on the name (PostgreSQL: a unique violation) and it reads the winner's, instead of dying with exit 70."""
+    cfg = TrackingConfig(uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment="raced", artifact_location=str(tmp_path / "art"))
+    with stage_run(cfg, "tune", "tiny") as first:      # the other worker, first to create it
+        pass
+    looked, found = [], mlflow.get_experiment_by_name
+
+    def first_look_misses(name: str):       # this worker looked before the other created it
+        looked.append(name)
+        return None if len(looked) == 1 else found(name)
+
+    monkeypatch.setattr(mlflow, "get_experiment_by_name", first_look_misses)
+    with stage_run(cfg, "tune", "tiny") as second:
+        pass
+    assert len(looked) == 2 and second.info.experiment_id == first.info.experiment_id
+    monkeypatch.setattr(mlflow, "get_experiment_by_name", lambda name: None)   # a create that fails for another reason
+    with pytest.raises(mlflow.exceptions.MlflowException), stage_run(cfg, "tune", "tiny"):
+        pass
 
 
 def test_a_relative_sqlite_uri_is_the_file_in_the_working_directory_each_time(tmp_path, monkeypatch):

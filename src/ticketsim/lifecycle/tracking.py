@@ -37,10 +37,7 @@ def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, param
     """
     uri = tracking_uri(cfg)
     mlflow.set_tracking_uri(uri)
-    experiment = mlflow.get_experiment_by_name(cfg.experiment)
-    # A tracking server keeps artifacts where it is configured to; a local path would exist only on this machine.
-    experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(
-        cfg.experiment, artifact_location=None if is_server(uri) else artifact_uri(cfg.artifact_location))
+    experiment_id = experiment_of(cfg, uri)
     run_tags = {"stage": stage, "dataset": dataset or "", "git_revision": git_revision(), **(tags or {})}
     run_name = name or (f"{stage}@{dataset}" if dataset else stage)
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=run_tags) as run:
@@ -52,6 +49,20 @@ def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, param
         yield run
         if folder is not None and not logged:
             log_corpus(dataset, folder, raw, context)
+
+
+def experiment_of(cfg: TrackingConfig, uri: str) -> str:
+    """The configured experiment's id, created if missing: by whichever of several processes starting at once (tune
+    workers on one database) gets there first, the others then reading it."""
+    experiment = mlflow.get_experiment_by_name(cfg.experiment)
+    if experiment:
+        return experiment.experiment_id
+    try:    # a tracking server keeps artifacts where it is configured to; a local path would exist only on this machine
+        return mlflow.create_experiment(cfg.experiment, artifact_location=None if is_server(uri) else artifact_uri(cfg.artifact_location))
+    except MlflowException:
+        if experiment := mlflow.get_experiment_by_name(cfg.experiment):     # another process created it meanwhile
+            return experiment.experiment_id
+        raise
 
 
 def metric_values(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
