@@ -142,8 +142,12 @@ def test_a_bad_trial_is_pruned_before_its_last_epoch(tmp_path, corpus_and_tokens
     study.enqueue_trial(trial_params(nearly_flat, 8, params.tune))
     study = search(problem, params.tune, "pruned")
     good, bad = study.trials
+    epochs = params.siamese.train.epochs      # 3: tune.epochs (4) caps a trial's own epochs, never raises them
     assert good.state == optuna.trial.TrialState.COMPLETE and len(good.intermediate_values) >= 2
-    assert bad.state == optuna.trial.TrialState.PRUNED and len(bad.intermediate_values) < params.tune.epochs
+    assert bad.state == optuna.trial.TrialState.PRUNED and len(bad.intermediate_values) < epochs < params.tune.epochs
+    pruning = search_module.summary(study, problem, params.tune, {"map": 0.0}, 0.0)["pruning"]
+    assert pruning == {"epochs_saved": epochs - len(bad.intermediate_values), "epoch_budget": 2 * epochs,
+                       "share_saved": round((epochs - len(bad.intermediate_values)) / (2 * epochs), 3)}
 
 
 def test_the_search_never_reads_the_test_split(tmp_path, corpus_and_tokens):

@@ -219,8 +219,9 @@ def summary(study: optuna.Study, problem: Prepared, cfg: TuneConfig, default: di
     trials = study.get_trials(deepcopy=False)
     states = {state.name.lower(): sum(t.state == state for t in trials) for state in optuna.trial.TrialState}
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
-    budget = cfg.epochs * len([t for t in trials if t.state in FINISHED]) if cfg.mode == "retrain" else 0   # rescore: no epochs
-    saved = sum(cfg.epochs - len(t.intermediate_values) for t in pruned)
+    epochs = min(cfg.epochs, problem.siamese.training(problem.final).epochs)   # a trial's, as train_variant caps them
+    budget = epochs * len([t for t in trials if t.state in FINISHED]) if cfg.mode == "retrain" else 0   # rescore: no epochs
+    saved = sum(epochs - len(t.intermediate_values) for t in pruned)
     best = study.best_trial
     return {"objective": cfg.objective, "mode": cfg.mode, "sampler": cfg.sampler, "study": study.study_name,
             "best": {"value": best.value, "trial": best.number, "measures": best.user_attrs.get("measures", {})},
