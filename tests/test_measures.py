@@ -9,6 +9,7 @@ import pytest
 from ticketsim.evaluate import protocols
 from ticketsim.evaluate.measures import ranking, similarity_measures
 from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
+from ticketsim.evaluate.report import semeval_predictions
 
 YES, REL, NO = 5, 3, 1
 
@@ -171,3 +172,11 @@ def test_retrieve_ranks_whole_pool():
 
 def ranks(x: np.ndarray) -> np.ndarray:
     return np.argsort(np.argsort(x)).astype(float)
+
+
+def test_semeval_predictions_keep_the_order_of_scores_far_below_one_millionth():
+    scored = pl.DataFrame({"query_id": ["Q1"] * 3, "ticket_id": ["R1", "R2", "R3"], "score": [3.2e-7, 1.1e-9, 0.5],
+                           "calibrated": [3.0, 1.0, 5.0]})
+    lines = [line.split("\t") for line in semeval_predictions(scored).splitlines()]
+    assert [float(score) for *_, score, _ in lines] == pytest.approx([3.2e-7, 1.1e-9, 0.5], rel=1e-8)
+    assert [label for *_, label in lines] == ["true", "false", "true"]

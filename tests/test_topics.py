@@ -2,12 +2,14 @@
 import itertools
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from scipy.special import gammaln
 
+from ticketsim.channels import topics as channel_t
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_tokens
 from ticketsim.channels.docnade import (
     DocNADE,
@@ -141,7 +143,22 @@ def test_lda_perplexity_on_the_synthetic_corpus_is_finite_and_uses_the_same_defi
     assert document_perplexity(estimate, lengths) <= document_perplexity(bound, lengths) * 1.05
 
 
-def test_topic_models_give_a_t_cache_that_round_trips(synthetic_tokens, tmp_path):
+def test_topic_models_fit_side_by_side_from_side_by_side_tickets_and_in_this_process_below(monkeypatch):
+    seen = []
+
+    def spy(work, shared, jobs, workers, threads):
+        seen.append(workers)
+        raise StopIteration
+
+    monkeypatch.setattr(channel_t, "side_by_side", spy)
+    for height in (1, channel_t.SIDE_BY_SIDE_TICKETS - 1, channel_t.SIDE_BY_SIDE_TICKETS):
+        with pytest.raises(StopIteration):
+            fit_topic_models(SimpleNamespace(tickets=SimpleNamespace(height=height)), TINY, seed=2)
+    assert seen == [1, 1, TINY.workers] and TINY.workers == 2
+
+
+def test_topic_models_give_a_t_cache_that_round_trips(synthetic_tokens, tmp_path, monkeypatch):
+    monkeypatch.setattr(channel_t, "SIDE_BY_SIDE_TICKETS", 0)
     models = fit_topic_models(synthetic_tokens, TINY, seed=2)      # M1 and M2 on two worker processes
     alone = fit_topic_models(synthetic_tokens, replace(TINY, workers=1), seed=2)
     assert all(np.array_equal(alone[m].docnade.W.detach(), models[m].docnade.W.detach()) and

@@ -87,9 +87,17 @@ def heldout_mask(n_tickets: int, heldout: int, seed: int) -> np.ndarray:
     return mask
 
 
+# Fewer tickets than this: M1 and M2 fit in this process, one after the other. A spawned worker spends about 8 s of a
+# core importing torch and gensim; DocNADE and LDA took 15 s (M1) and 26 s (M2) for 1,000 tickets on one core, and a
+# day-one base of a few tickets fits in a second.
+SIDE_BY_SIDE_TICKETS = 500
+
+
 def fit_topic_models(tokens: Tokens, cfg: TopicsConfig, seed: int) -> dict[str, TopicModel]:
-    """M1 and M2 (fit_topic_model), side by side on cfg.workers processes: each is seeded alone, so the same models."""
-    fitted = dict(side_by_side(fit_topic_model, (tokens, cfg, seed), list(MODELS), cfg.workers, cfg.docnade.threads))
+    """M1 and M2 (fit_topic_model), side by side on cfg.workers processes from SIDE_BY_SIDE_TICKETS tickets: each is
+    seeded alone, so the same models either way."""
+    workers = cfg.workers if tokens.tickets.height >= SIDE_BY_SIDE_TICKETS else 1
+    fitted = dict(side_by_side(fit_topic_model, (tokens, cfg, seed), list(MODELS), workers, cfg.docnade.threads))
     return {name: fitted[name] for name in MODELS}
 
 

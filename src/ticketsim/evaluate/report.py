@@ -130,7 +130,8 @@ def semeval_predictions(scored: pl.DataFrame) -> str:
     """The official SemEval scorer's format: 'qid relqid 0 score true|false', tab-separated, one line per pair.
 
     `scored` has query_id, ticket_id, score (higher = more similar) and calibrated (1-5): a pair is predicted
-    relevant (true) when its calibrated score reaches REL.
+    relevant (true) when its calibrated score reaches REL. Scores keep 9 significant digits, not 6 decimals: g = exp(-d)
+    of a far pair is below 1e-6, and six decimals made such pairs tie at 0 for the scorer's ranking.
     """
-    return "".join(f"{q}\t{t}\t0\t{score:.6f}\t{'true' if calibrated >= RELEVANT else 'false'}\n"
+    return "".join(f"{q}\t{t}\t0\t{score:.9g}\t{'true' if calibrated >= RELEVANT else 'false'}\n"
                    for q, t, score, calibrated in scored.select("query_id", "ticket_id", "score", "calibrated").iter_rows())
