@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,8 @@ from search_bundle import make_bundle
 from tiny_encoder import tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
-from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
+from ticketsim.channels import sentence as channel_s
+from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder, kept_export
 from ticketsim.channels.sentence import encode_texts, load_encoder
 from ticketsim.config import SentenceConfig
 from ticketsim.search.index import build_index, model_hash
@@ -37,6 +39,20 @@ def test_an_exported_encoder_gives_the_torch_paths_vectors(search_parts, tmp_pat
     exported = OnnxEncoder.load(tmp_path / "onnx").encode(sample)
     assert np.abs(exported - expected).max() < 1e-6
     assert not exported[-2].any() and not exported[-3].any()
+
+
+def test_an_export_is_kept_in_the_cache_and_copied_for_the_next_bundle_of_the_same_encoder_and_settings(search_parts,
+                                                                                                        tmp_path, monkeypatch):
+    texts = [t for frame in (search_parts.corpus.tickets, search_parts.corpus.queries) for t in frame["description"]]
+    cfg = SentenceConfig(model=str(tiny_encoder(tmp_path / "tiny", texts)), max_tokens=16, overlap=2, cache=str(tmp_path / "cache"))
+    loaded, load = [], channel_s.configured_encoder
+    monkeypatch.setattr(channel_s, "configured_encoder", lambda c: loaded.append(c) or load(c))
+    assert kept_export(cfg, tmp_path / "first") is None and len(loaded) == 1
+    assert kept_export(cfg, tmp_path / "second") is None and len(loaded) == 1      # copied: no encoder loaded
+    files = sorted(p.relative_to(tmp_path / "first") for p in (tmp_path / "first").rglob("*") if p.is_file())
+    assert files and all((tmp_path / "first" / f).read_bytes() == (tmp_path / "second" / f).read_bytes() for f in files)
+    assert kept_export(replace(cfg, overlap=3), tmp_path / "third") is None and len(loaded) == 2   # other settings
+    assert json.loads((tmp_path / "third" / "encoder.json").read_text())["overlap"] == 3
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,11 @@ and its bundle searches through torch.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 
 GRAPH, TOKENIZER, SETTINGS = "model.onnx", "tokenizer.json", "encoder.json"
 TOLERANCE = 1e-5     # largest difference of a vector component (unit vectors) from the torch path's, checked at export
+EXPORT_VERSION = 1   # in a kept export's key (kept_export), with the exporting libraries' versions: raise it when
+                     # export_encoder writes something else
 SAMPLES = ("pump getting hot", "The feed pump P-339 runs at 95 C since monday; bearing noise and vibration.\nsee log",
            "error E9203 after restart " * 40)   # the last is cut into passages
 
@@ -88,11 +94,39 @@ class OnnxEncoder:
         return vectors
 
 
+def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
+    """export_encoder of the encoder `cfg` names (torch, on the CPU) into `folder`, through a copy kept under cfg.cache:
+    the first bundle of a local encoder with these settings exports it (sentence-transformers loaded, the graph traced
+    and checked against torch), the next ones (a retrain's, another dataset's) copy that checked export. None when
+    written, else why not."""
+    from dataclasses import replace
+
+    from ticketsim.channels.encoder_backends import source_digest
+    from ticketsim.channels.encoder_files import resolve_model
+    from ticketsim.channels.sentence import configured_encoder
+
+    source, local = resolve_model(cfg.model, cfg.cache, cfg.download)
+    exporters = [importlib.metadata.version(p) for p in ("torch", "transformers", "sentence-transformers", "tokenizers")]
+    key = json.dumps([EXPORT_VERSION, *exporters, source_digest(source), cfg.max_tokens, cfg.overlap, cfg.pooling,
+                      cfg.normalize])
+    kept = Path(cfg.cache).expanduser() / "exported" / f"query-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if local and kept.is_dir():
+        shutil.copytree(kept, folder)
+        return None
+    why = export_encoder(configured_encoder(replace(cfg, backend="torch", device="cpu")), cfg, folder)
+    if why is None and local:   # kept by a rename: a kept folder is complete, whichever process wrote it
+        partial = kept.with_name(f".{kept.name}-{os.getpid()}")
+        shutil.copytree(folder, partial, dirs_exist_ok=True)
+        try:
+            partial.rename(kept)
+        except OSError:         # another process kept the same export first
+            shutil.rmtree(partial, ignore_errors=True)
+    return why
+
+
 def export_encoder(encoder: SentenceEncoder, cfg: SentenceConfig, folder: str | Path) -> str | None:
     """Write the export of a loaded torch encoder (configured by `cfg`) to `folder`; None when written, else why not
     (nothing is left behind then)."""
-    import shutil
-
     from ticketsim.channels.encoder_backends import export_onnx
     from ticketsim.channels.sentence import encode_texts
 

@@ -11,7 +11,6 @@ Two roads to the same vectors:
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -21,7 +20,7 @@ import polars as pl
 
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import component_strings
-from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder
+from ticketsim.channels.onnx_encoder import OnnxEncoder, kept_export
 from ticketsim.config import TextConfig, build
 from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
 from ticketsim.search.encode import Layout, fold_side, one_side
@@ -112,7 +111,6 @@ def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEnco
 def export_queries(bundle: str | Path) -> str | None:
     """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
     from ticketsim.bundle.loader import Scorer
-    from ticketsim.channels.sentence import configured_encoder
 
     bundle = Path(bundle)
     folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"
@@ -128,8 +126,7 @@ def export_queries(bundle: str | Path) -> str | None:
     if "S" in reads_of(scorer):
         # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph),
         # traced on the CPU where a query runs it and compared with float32 vectors
-        why = export_encoder(configured_encoder(replace(scorer.sentence, backend="torch", device="cpu")), scorer.sentence,
-                             scratch / ENCODER)
+        why = kept_export(scorer.sentence, scratch / ENCODER)
         if why:
             shutil.rmtree(scratch, ignore_errors=True)
             return f"its sentence encoder was not exported: {why}"
