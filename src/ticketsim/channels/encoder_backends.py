@@ -64,11 +64,17 @@ def backend_label(backend: Backend, quantize: Quantize) -> str:
     return backend if quantize == "none" else f"{backend}-{quantize}"
 
 
+def exports_in(cache: str | Path) -> Path:
+    """The folder of `cache` (sentence.cache) that keeps exports: the backends' (exported_folder) and the bundles' query
+    exports (channels.onnx_encoder.kept_export)."""
+    return Path(cache).expanduser() / "exported"
+
+
 def exported_folder(source: str, backend: Backend, quantize: Quantize, cache: str | Path) -> Path:
     """Where the export of `source` for this backend and quantization lives (made or not)."""
     # the folder and its parent: a package ships its model in a folder named just 'model'
     stem = "-".join(Path(source).parts[-2:]) if Path(source).is_dir() else source.replace("/", "--")
-    return Path(cache).expanduser() / "exported" / f"{stem}-{source_digest(source)}-{backend_label(backend, quantize)}"
+    return exports_in(cache) / f"{stem}-{source_digest(source)}-{backend_label(backend, quantize)}"
 
 
 def require_onnx() -> None:

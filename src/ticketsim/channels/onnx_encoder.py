@@ -15,6 +15,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,7 +102,7 @@ def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
     written, else why not."""
     from dataclasses import replace
 
-    from ticketsim.channels.encoder_backends import source_digest
+    from ticketsim.channels.encoder_backends import exports_in, source_digest
     from ticketsim.channels.encoder_files import resolve_model
     from ticketsim.channels.sentence import configured_encoder
 
@@ -109,18 +110,19 @@ def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
     exporters = [importlib.metadata.version(p) for p in ("torch", "transformers", "sentence-transformers", "tokenizers")]
     key = json.dumps([EXPORT_VERSION, *exporters, source_digest(source), cfg.max_tokens, cfg.overlap, cfg.pooling,
                       cfg.normalize])
-    kept = Path(cfg.cache).expanduser() / "exported" / f"query-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    kept = exports_in(cfg.cache) / f"query-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if local and kept.is_dir():
         shutil.copytree(kept, folder)
         return None
     why = export_encoder(configured_encoder(replace(cfg, backend="torch", device="cpu")), cfg, folder)
-    if why is None and local:   # kept by a rename: a kept folder is complete, whichever process wrote it
-        partial = kept.with_name(f".{kept.name}-{os.getpid()}")
-        shutil.copytree(folder, partial, dirs_exist_ok=True)
-        try:
-            partial.rename(kept)
-        except OSError:         # another process kept the same export first
-            shutil.rmtree(partial, ignore_errors=True)
+    if why is None and local:   # kept by a rename, as the backends' exports are: a kept folder is complete
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=kept.parent, prefix=".export-") as scratch:
+            shutil.copytree(folder, Path(scratch) / "query")
+            try:
+                os.replace(Path(scratch) / "query", kept)
+            except OSError:     # another process kept the same export first
+                pass
     return why
 
 
