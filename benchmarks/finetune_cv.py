@@ -5,6 +5,8 @@ Usage (pack here, run on the GPU machine, merge here):
   python benchmarks/finetune_cv.py pack DATASET prepared.pkl --variants Szs+L A+L F+L Fc+L
   python benchmarks/finetune_cv.py run prepared.pkl MODEL_FOLDER --seeds 0 1 2 --folds 5 --out FOLDER [--budget 330]
   ticketsim select --merge FOLDER/seed0.json FOLDER/seed1.json FOLDER/seed2.json --out select.json
+A GPU has room for every seed at once: one process per seed (`--seeds 0 &`, `--seeds 1 &`, ...) takes about the time
+of one, as a model's time is mostly the CPU's (tokenizing, the loop), not the GPU's.
 
 pack: the dataset's prepared corpus and tokens (stage prepare's outputs) and params, pickled (a few MB). run: where
 only torch, transformers, sentence-transformers, numpy and the carried polars, bm25s and ir_measures are installed:
@@ -13,11 +15,12 @@ inputs `ticketsim select` builds (training.variant.prepare on the train, dev and
 weigh no h), F starting from MODEL_FOLDER (a float16 copy, benchmarks/half_weights.py, is cast back to float32), then for
 each seed until --budget seconds have passed `ticketsim select`'s report (training.selection_report.select: every
 configuration cross-validated, and trained on train + dev and scored on the lay split, BM25 and S's zero-shot row beside
-them, the judgement against siamese.unlabelled) in FOLDER/seed<N>.json. SemEval's cross-part shift is not run here (pack
-carries no train parts); its later-year view is.
+them, the judgement against siamese.unlabelled) in FOLDER/seed<N>.json; for SemEval both of its shifts (pack reads the
+train parts of the cross-part shift from the XML files).
 """
 import argparse
 import json
+import os
 import pickle
 import sys
 import time
@@ -25,6 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# bm25s imports jax where it is installed, and jax takes 75% of the GPU's memory at import: seeds run side by side
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import torch  # noqa: E402
 
@@ -32,7 +37,7 @@ from ticketsim.config import load_params, stage_paths  # noqa: E402
 from ticketsim.data.tables import LAY, Corpus  # noqa: E402
 from ticketsim.text.tokenize import Tokens  # noqa: E402
 from ticketsim.training.selection_report import markdown, select  # noqa: E402
-from ticketsim.training.shift import shifts_of  # noqa: E402
+from ticketsim.training.shift import THREADED, shifts_of  # noqa: E402
 from ticketsim.training.variant import SEARCH_SPLITS, prepare  # noqa: E402
 
 WORD_DIM, CHAR_DIM = 300, 50      # an unused word table's width: these rows weigh no h
@@ -41,9 +46,14 @@ WORD_DIM, CHAR_DIM = 300, 50      # an unused word table's width: these rows wei
 def pack(args: argparse.Namespace) -> None:
     files = stage_paths("tune", args.dataset)
     params = load_params("params.yaml")
-    packed = {"dataset": args.dataset, "source": params.dataset(args.dataset).source, "params": params,
+    dataset = params.dataset(args.dataset)
+    packed = {"dataset": args.dataset, "source": dataset.source, "params": params,
               "variants": list(dict.fromkeys([*args.variants, params.siamese.unlabelled])),   # the reference, as select
-              "corpus": Corpus.read(files["corpus"]), "tokens": Tokens.read(files["tokens"])}
+              "corpus": Corpus.read(files["corpus"]), "tokens": Tokens.read(files["tokens"]), "parts": {}}
+    if dataset.source in THREADED:    # the cross-part shift's train parts, read here where the SemEval files are
+        from ticketsim.data.semeval import train_parts
+
+        packed["parts"] = train_parts(dataset)
     args.out.write_bytes(pickle.dumps(packed))
     print(f"{args.out}: {args.out.stat().st_size / 1e6:.1f} MB")
 
@@ -73,8 +83,8 @@ def run(args: argparse.Namespace) -> None:
             print(f"budget of {args.budget} s spent: seeds {done} done", flush=True)
             break
         seed_started = time.perf_counter()
-        report = select(problem, packed["variants"], shifts_of(problem, packed["source"]), args.folds, [seed], 1, None, True,
-                        args.resamples)
+        shifts = shifts_of(problem, packed["source"], packed.get("parts", {}))
+        report = select(problem, packed["variants"], shifts, args.folds, [seed], 1, None, True, args.resamples)
         report |= {"dataset": packed["dataset"], "seconds": round(time.perf_counter() - seed_started, 1)}
         (args.out / f"seed{seed}.json").write_text(json.dumps(report, indent=2) + "\n")
         print(markdown(report), flush=True)

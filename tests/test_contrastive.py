@@ -1,14 +1,21 @@
 """The in-batch contrastive loss (model/losses.py) and its two phases in fit_variant: the encoder learns from in-batch
-negatives over the vector channels alone, then the pair channels' weights (L) are fused over its fixed vectors."""
+negatives over its trained branches alone, then the fixed channels' weights (L, S kept beside it) are fused over its
+fixed vectors."""
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, setup, train_map  # noqa: F401
 
-from ticketsim.config import ConfigError, SiameseParams, VariantConfig
+from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
+from ticketsim.config import ConfigError, EncoderConfig, SiameseParams, VariantConfig
+from ticketsim.model.branches import BranchStart
+from ticketsim.model.inputs import build_inputs
 from ticketsim.model.losses import InBatch, contrastive
+from ticketsim.model.metric import metric_of
+from ticketsim.model.saved import build_model
 from ticketsim.training.variant import fit_variant, fuses_after
 
 # Two queries, three tickets: q0's YES t0, REL t1 and NO t2; q1's YES t1 (t0 and t2 are only in-batch for q1).
@@ -45,8 +52,13 @@ CONTRASTIVE = replace(F_ONLY, loss="contrastive", train={**F_ONLY.train, "epochs
 FUSED = replace(CONTRASTIVE, channels={"F": 1.0, "L": 0.5})
 
 
-def test_only_an_in_batch_loss_over_a_pair_channel_fuses_after():
+BESIDE = VariantConfig({"A": 5.0, "S": 1.0}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="contrastive", rel="positive",
+                       train={"optimizer": "adamw", "lr": 0.05, "epochs": 3, "patience": 3, "batch_size": 12})
+
+
+def test_only_an_in_batch_loss_over_a_fixed_channel_fuses_after():
     assert fuses_after(FUSED) and not fuses_after(CONTRASTIVE) and not fuses_after(replace(FUSED, loss="pairwise"))
+    assert fuses_after(BESIDE) and not fuses_after(replace(BESIDE, channels={"A": 5.0}))
 
 
 def test_the_encoder_learns_without_l_then_only_the_weights_learn_with_it(encoder_folder):  # noqa: F811
@@ -68,6 +80,29 @@ def test_the_encoder_learns_without_l_then_only_the_weights_learn_with_it(encode
     assert first != last, first        # the weights learn in phase fuse,
     assert all(torch.equal(a, b) for _, encoder in seen["fuse"] for a, b in zip(encoder, start))   # the encoder fixed
     assert train_map(corpus, inputs, model, FUSED) > before, before
+
+
+def test_s_kept_beside_a_branch_joins_after_it_is_trained(encoder_folder):  # noqa: F811
+    """The branch learns what it alone scores (S's weight untouched by its phase), then S's weight is fused over it."""
+    corpus, tokens, _, _ = setup(encoder_folder)
+    rng = np.random.default_rng(0)
+    s = ChannelVectors("S", tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"]),
+                       {c: rng.normal(size=(12, 8)).astype(np.float32) for c in QUERY_COMPONENTS},
+                       {c: rng.normal(size=(6, 8)).astype(np.float32) for c in TICKET_COMPONENTS})
+    inputs = build_inputs(tokens, [s], metric_of(BESIDE), 8)
+    model = build_model(SIAMESE, np.zeros((len(inputs.words), 6), np.float32), 2, BESIDE, BranchStart(None, EncoderConfig(), 1.0, 8))
+    seen = {"labels": [], "fuse": []}     # per phase, after each epoch: the gradient of W_S's last step, the adapter
+    at = model.weights.channel_names.index("S")
+
+    def snapshot(phase, epoch, train_loss, dev_loss):
+        seen[phase].append((float(model.weights.w.grad[at]), [p.detach().clone() for p in model.branches["A"].parameters()]))
+
+    fit_variant(model, inputs, corpus.pairs, BESIDE, SIAMESE, seed=0, on_epoch=snapshot)
+    adapter = [p.detach() for p in model.branches["A"].parameters()]
+    assert all(grad == 0.0 for grad, _ in seen["labels"]), seen["labels"]      # S is out of the branch's phase
+    assert all(p.abs().sum() > 0 for p in seen["labels"][0][1])                  # the adapter (M from 0) learns,
+    assert any(grad != 0.0 for grad, _ in seen["fuse"])                           # then its weight learns
+    assert all(torch.equal(a, b) for _, branch in seen["fuse"] for a, b in zip(branch, adapter))   # over the fixed adapter
 
 
 def test_a_deployable_configuration_never_weighs_the_sources_order():

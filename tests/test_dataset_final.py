@@ -62,8 +62,9 @@ def test_the_search_weighs_the_final_variants_channels_and_levels_only_and_names
     tune = TuneConfig(ranges=TuneConfig().ranges)
     space = tune.space(VARIANTS["A+L"])
     assert space.channels == {"A": (0.5, 8.0), "L": (0.0, 4.0)} and set(space.levels) == set(MULTI)
-    with pytest.raises(ConfigError, match="tune.ranges.channels.S: the final variant weighs it"):
-        tune.space(VARIANTS["Szs+L"])
+    assert tune.space(replace(VARIANTS["A+L"], channels={"A": 5.0, "S": 1.0})).channels["S"] == (0.0, 8.0)   # S beside
+    with pytest.raises(ConfigError, match="tune.ranges.channels.E: the final variant weighs it"):
+        tune.space(replace(VARIANTS["A+L"], channels={"A": 1.0, "E": 0.5}))
 
 
 def test_a_final_that_learns_from_no_labelled_pair_is_written_as_configured_not_searched(tmp_path):

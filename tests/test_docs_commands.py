@@ -119,6 +119,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
     "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 2 0 1 --folds 5 --budget 370 --out cv":
         "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
+    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Szs+L Fc+S+L-relpos":
+        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
+    "for s in 0 1 2; do python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds $s --folds 5 --out cv & "
+    "done; wait":
+        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
     "ticketsim select --merge cv/seed0.json cv/seed2.json --out select.json":
         "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote, merged)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":

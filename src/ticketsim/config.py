@@ -441,8 +441,9 @@ class TuneConfig:
     objective: Literal["cv_map", "map", "mse"] = "cv_map"   # CV MAP over train + dev queries, dev MAP (both maximised) or
                                     # dev MSE of calibrated scores (minimised)
     folds: int = bounded(5, low=3)  # cv_map: folds of the train + dev queries, a model trained once per fold
-    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`Ac+L-relpos`) weights, which must lie inside; F and Fq
-        channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0)},   # for a final that fine-tunes
+    ranges: SearchSpace = SearchSpace(   # around siamese.final's (`Ac+L-relpos`) weights, which must lie inside; F, Fq
+        channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0), "S": (0.0, 8.0)},   # and S: a
+                                    # final that fine-tunes (S kept beside F: Fc+S+L-relpos)
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)})
     grid: SearchSpace = SearchSpace(

@@ -8,7 +8,7 @@ instead of vectors; they add W_c d_c outside the level sum, so the dense part st
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,17 +62,19 @@ def cross_distance(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
 
 
 def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
-             pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
+             pair: PairDistances | None = None, only: Collection[str] | None = None) -> torch.Tensor:
     """Weighted distance of paired rows (n,), or with pool=True of every query to every ticket (n_q, n_t).
-    dense_only: the vector channels alone, the pair channels left out (an in-batch cell has no BM25 score)."""
+    only: the channels weighed, the others left out (None: all; an in-batch loss's first phase weighs the trained
+    branches alone)."""
     measure = cross_distance if pool else paired_distance
+    weighed = {c: w for c, w in cfg.channels.items() if w and (only is None or c in only)}
     total = 0.0
     for p, q, level_weight in cfg.level_pairs():
-        for channel, channel_weight in cfg.channels.items():
-            if channel_weight and channel not in PAIR_CHANNELS:
+        for channel, channel_weight in weighed.items():
+            if channel not in PAIR_CHANNELS:
                 total = total + level_weight * channel_weight * measure(queries[channel][p], tickets[channel][q], cfg.distance)
-    for channel in () if dense_only else PAIR_CHANNELS:
-        if cfg.channels.get(channel):
+    for channel in PAIR_CHANNELS:
+        if channel in weighed:
             if pair is None or channel not in pair:
                 raise ValueError(f"the metric weighs pair channel {channel} but got no distances for it")
             total = total + cfg.channels[channel] * pair[channel]
@@ -80,9 +82,9 @@ def distance(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool =
 
 
 def similarity(queries: Vectors, tickets: Vectors, cfg: MetricConfig, pool: bool = False,
-               pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
+               pair: PairDistances | None = None, only: Collection[str] | None = None) -> torch.Tensor:
     """g in (0, 1]: 1 for identical representations."""
-    return torch.exp(-distance(queries, tickets, cfg, pool, pair, dense_only))
+    return torch.exp(-distance(queries, tickets, cfg, pool, pair, only))
 
 
 def metric_of(variant: VariantConfig) -> MetricConfig:

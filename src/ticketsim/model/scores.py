@@ -26,9 +26,9 @@ def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
 def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric: MetricConfig,
                        fixed: bool = False) -> Callable[[torch.Tensor], InBatch]:
     """predict(rows) = g of those rows' every query against every ticket (an in-batch loss's input). Without `fixed`,
-    the vector channels alone, through the model's branches (the encoder learns: pair channels would hand it BM25's
-    shortcut); with it, every weighed channel over the branches' vectors computed once, so that only the metric's
-    weights learn (fusing L after the encoder is trained)."""
+    the trained channels alone, through the model's branches (the encoder learns what they miss: L would hand it BM25's
+    shortcut, S kept beside F would leave it the residual); with it, every weighed channel over the branches' vectors
+    computed once, so that only the metric's weights learn (fusing L, and S beside F, after the encoder is trained)."""
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
     values = fixed_values(model, inputs, metric) if fixed else branch_values(model, inputs, metric)
 
@@ -40,10 +40,10 @@ def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, 
 
 
 def branch_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """(queries, tickets) -> g of every pair of their vector channels, through the branches."""
+    """(queries, tickets) -> g of every pair over the model's trained channels alone, through its branches."""
     needs_q, needs_t = metric.needs()
     return lambda q, t: model(inputs.queries.take(q, needs_q), inputs.tickets.take(t, needs_t), metric, pool=True,
-                              dense_only=True)
+                              only=model.trained)
 
 
 def fixed_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

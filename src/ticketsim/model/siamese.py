@@ -4,7 +4,7 @@ both sides; the metric mixes them with the cached channels (E, T, S) and the pai
 by weights it learns."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -93,6 +93,11 @@ class SiameseLSTM(nn.Module):
         states, lengths = pad_packed_sequence(states, batch_first=True)   # zeros past each text's end
         return states.sum(1) / lengths.unsqueeze(1).to(states.dtype)
 
+    @property
+    def trained(self) -> frozenset[str]:
+        """The channels this model computes and trains: h and its branches (every other channel is fixed input)."""
+        return frozenset({"h", *self.branches})
+
     def channels(self, side: Side, tickets: bool = False) -> dict[str, Mapping[str, torch.Tensor]]:
         """Every channel of one side (`tickets`: the ticket side) as vectors: h and the other trained branches computed
         here (a two-tower branch, Fq, by its tower of that side), cached ones passed through."""
@@ -104,8 +109,8 @@ class SiameseLSTM(nn.Module):
         return self.weights() if self.weights is not None else fixed
 
     def forward(self, queries: Side, tickets: Side, metric: MetricConfig, pool: bool = False,
-                pair: PairDistances | None = None, dense_only: bool = False) -> torch.Tensor:
-        """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True; dense_only: of
-        the vector channels alone."""
+                pair: PairDistances | None = None, only: Collection[str] | None = None) -> torch.Tensor:
+        """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True; only: of these
+        channels alone (None: every one weighed)."""
         return similarity(self.channels(queries), self.channels(tickets, tickets=True), self.metric(metric), pool, pair,
-                          dense_only)
+                          only)

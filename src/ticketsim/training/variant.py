@@ -27,7 +27,7 @@ from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.branches import BRANCHES, STARTED, BranchStart, reads
 from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
 from ticketsim.model.losses import IN_BATCH, Loss, loss_of
-from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig, metric_of
+from ticketsim.model.metric import MetricConfig, metric_of
 from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_inputs
 from ticketsim.model.scores import in_batch_predictor, pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
@@ -45,8 +45,9 @@ def loss_and_groups(variant: VariantConfig, pairs: pl.DataFrame) -> tuple[Loss, 
 
 
 def fuses_after(variant: VariantConfig) -> bool:
-    """An in-batch loss trains the vector channels alone; the pair channels (L) join after, in phase fuse."""
-    return variant.labels and variant.loss in IN_BATCH and any(variant.channels.get(c) for c in PAIR_CHANNELS)
+    """An in-batch loss trains the branches (F, A, ...) alone; the fixed channels (L, S as cached) join after, in phase
+    fuse."""
+    return variant.labels and variant.loss in IN_BATCH and any(w and c not in BRANCHES for c, w in variant.channels.items())
 
 
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
