@@ -50,6 +50,11 @@ def fuses_after(variant: VariantConfig) -> bool:
     return variant.labels and variant.loss in IN_BATCH and any(w and c not in BRANCHES for c, w in variant.channels.items())
 
 
+def trains_on_labels(variant: VariantConfig) -> bool:
+    """Phase labels runs, except for an in-batch loss that weighs no branch: phase fuse alone learns its weights."""
+    return variant.labels and (variant.loss not in IN_BATCH or any(w and c in BRANCHES for c, w in variant.channels.items()))
+
+
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
     """Mean L1 distance of the pairs' merged query and ticket vectors.
 
@@ -219,7 +224,7 @@ def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
     pairs, inputs (`inputs_digest`) and seed; on_epoch(phase, epoch, train loss, dev loss); max_epochs: a cap on each
     phase's own epochs; overrides: TrainConfig values over every phase's (e.g. epochs)."""
     histories = {}
-    for phase, wanted in (("selfsup", variant.selfsup), ("labels", variant.labels), ("fuse", fuses_after(variant))):
+    for phase, wanted in (("selfsup", variant.selfsup), ("labels", trains_on_labels(variant)), ("fuse", fuses_after(variant))):
         if not wanted:
             continue
         cfg = replace(siamese.training(variant, phase), **overrides)
