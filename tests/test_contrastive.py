@@ -3,19 +3,13 @@ negatives over its trained branches alone, then the fixed channels' weights (L, 
 fixed vectors."""
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus, setup, train_map  # noqa: F401
+from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus, setup, train_map, with_random_s  # noqa: F401
 
-from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
-from ticketsim.config import ConfigError, EncoderConfig, SiameseParams, VariantConfig
-from ticketsim.model.branches import BranchStart
-from ticketsim.model.inputs import build_inputs
+from ticketsim.config import ConfigError, SiameseParams, VariantConfig
 from ticketsim.model.losses import InBatch, contrastive
-from ticketsim.model.metric import metric_of
-from ticketsim.model.saved import build_model
 from ticketsim.training.variant import fit_variant, fuses_after, trains_on_labels
 
 # Two queries, three tickets: q0's YES t0, REL t1 and NO t2; q1's YES t1 (t0 and t2 are only in-batch for q1).
@@ -84,28 +78,16 @@ def test_the_encoder_learns_without_l_then_only_the_weights_learn_with_it(encode
     assert train_map(corpus, inputs, model, FUSED) > before, before
 
 
-def with_random_s(encoder_folder, variant: VariantConfig):  # noqa: F811
-    """The fault corpus's inputs with a random channel S (8 wide), and a model of `variant` over them."""
-    corpus, tokens, _, _ = setup(encoder_folder)
-    rng = np.random.default_rng(0)
-    s = ChannelVectors("S", tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"]),
-                       {c: rng.normal(size=(12, 8)).astype(np.float32) for c in QUERY_COMPONENTS},
-                       {c: rng.normal(size=(6, 8)).astype(np.float32) for c in TICKET_COMPONENTS})
-    inputs = build_inputs(tokens, [s], metric_of(variant), 8)
-    return inputs, build_model(SIAMESE, np.zeros((len(inputs.words), 6), np.float32), 2, variant,
-                               BranchStart(None, EncoderConfig(), 1.0, 8))
-
-
 def test_an_in_batch_loss_over_fixed_channels_alone_learns_their_weights_in_phase_fuse(encoder_folder):  # noqa: F811
     variant = replace(BESIDE, channels={"S": 1.0})
-    inputs, model = with_random_s(encoder_folder, variant)
+    _, inputs, model = with_random_s(encoder_folder, variant)
     histories = fit_variant(model, inputs, fault_corpus().pairs, variant, SIAMESE, seed=0)
     assert list(histories) == ["fuse"] and float(model.weights().channels["S"]) != pytest.approx(1.0, rel=1e-2)
 
 
 def test_s_kept_beside_a_branch_joins_after_it_is_trained(encoder_folder):  # noqa: F811
     """The branch learns what it alone scores (S's weight untouched by its phase), then S's weight is fused over it."""
-    inputs, model = with_random_s(encoder_folder, BESIDE)
+    _, inputs, model = with_random_s(encoder_folder, BESIDE)
     corpus = fault_corpus()
     seen = {"labels": [], "fuse": []}     # per phase, after each epoch: the gradient of W_S's last step, the adapter
     at = model.weights.channel_names.index("S")

@@ -124,17 +124,23 @@ def test_a_saved_model_loads_as_an_ordinary_encoder_folder_and_scores_alike(enco
                           side_channels(model, inputs.tickets, needs)["F"]["sub+desc+sol"], atol=1e-6)
 
 
-def test_the_adapter_starts_as_channel_s_and_learns(encoder_folder):
-    corpus = fault_corpus()
+def with_random_s(encoder_folder, variant: VariantConfig):
+    """A random channel S (8 wide) of the fault corpus, the inputs of `variant` with it, and a model of `variant`."""
+    corpus, tokens, _, _ = setup(encoder_folder)
     rng = np.random.default_rng(0)
     vectors = ChannelVectors("S", tuple(corpus.queries["query_id"]), tuple(corpus.tickets["ticket_id"]),
                              {c: rng.normal(size=(12, 8)).astype(np.float32) for c in QUERY_COMPONENTS},
                              {c: rng.normal(size=(6, 8)).astype(np.float32) for c in TICKET_COMPONENTS})
+    inputs = build_inputs(tokens, [vectors], metric_of(variant), 8)
+    return vectors, inputs, build_model(SIAMESE, np.zeros((len(inputs.words), 6), np.float32), 2, variant,
+                                        BranchStart(None, EncoderConfig(), 1.0, 8))
+
+
+def test_the_adapter_starts_as_channel_s_and_learns(encoder_folder):
     variant = VariantConfig({"A": 1.0}, {"sub+desc-sub+desc+sol": 1.0}, loss="pairwise",
                             train={"optimizer": "adamw", "lr": 0.05, "epochs": 30, "patience": 30, "batch_size": 12})
-    corpus, tokens, _, _ = setup(encoder_folder)
-    inputs = build_inputs(tokens, [vectors], metric_of(variant), 8)
-    model = build_model(SIAMESE, np.zeros((len(inputs.words), 6), np.float32), 2, variant, BranchStart(None, EncoderConfig(), 1.0, 8))
+    vectors, inputs, model = with_random_s(encoder_folder, variant)
+    corpus = fault_corpus()
     needs = {"A": ("sub+desc+sol",)}
     assert torch.allclose(side_channels(model, inputs.tickets, needs)["A"]["sub+desc+sol"],
                           torch.from_numpy(vectors.tickets["sub+desc+sol"]).double())

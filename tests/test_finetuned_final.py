@@ -40,7 +40,8 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
     # the index holds the tickets as the fine-tuned F encodes them (the tiny encoder's width) beside channel S's vectors
     before, after = (read_manifest(w / "models/default/index") for w in (repro_workspace, ws))
     assert {b["channel"] for b in after["layout"]["blocks"]} == {"F", "S"} and "F" not in {b["channel"] for b in before["layout"]["blocks"]}
-    assert after["model_hash"] != before["model_hash"]
+    width = before["dim"] // len(before["layout"]["blocks"])     # each block of the registered adapter is S's width
+    assert after["dim"] == 16 + width and after["model_hash"] != before["model_hash"]   # F at the tiny encoder's 16
     client = mlflow.MlflowClient(f"sqlite:///{ws / 'mlflow.db'}")
     versions = sorted(client.search_model_versions("name='ticketsim-siamese-default'"), key=lambda v: int(v.version))
     assert [int(v.version) for v in versions] == [1, 2] and client.get_run(versions[-1].run_id).data.tags.get("variant") == FINAL

@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +100,6 @@ def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
     the first bundle of a local encoder with these settings exports it (sentence-transformers loaded, the graph traced
     and checked against torch), the next ones (a retrain's, another dataset's) copy that checked export. None when
     written, else why not."""
-    from dataclasses import replace
-
     from ticketsim.channels.encoder_backends import exports_in, source_digest
     from ticketsim.channels.encoder_files import resolve_model
     from ticketsim.channels.sentence import configured_encoder

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from ticketsim.model.branches import BRANCHES
 from ticketsim.model.inputs import Encoded, Inputs
 from ticketsim.model.losses import InBatch
 from ticketsim.model.metric import MetricConfig, similarity
@@ -40,10 +41,10 @@ def in_batch_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, 
 
 
 def branch_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """(queries, tickets) -> g of every pair over the model's trained channels alone, through its branches."""
+    """(queries, tickets) -> g of every pair over the trained channels alone (BRANCHES), through the model's branches."""
     needs_q, needs_t = metric.needs()
     return lambda q, t: model(inputs.queries.take(q, needs_q), inputs.tickets.take(t, needs_t), metric, pool=True,
-                              only=model.trained)
+                              only=BRANCHES)
 
 
 def fixed_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -93,11 +93,6 @@ class SiameseLSTM(nn.Module):
         states, lengths = pad_packed_sequence(states, batch_first=True)   # zeros past each text's end
         return states.sum(1) / lengths.unsqueeze(1).to(states.dtype)
 
-    @property
-    def trained(self) -> frozenset[str]:
-        """The channels this model computes and trains: h and its branches (every other channel is fixed input)."""
-        return frozenset({"h", *self.branches})
-
     def channels(self, side: Side, tickets: bool = False) -> dict[str, Mapping[str, torch.Tensor]]:
         """Every channel of one side (`tickets`: the ticket side) as vectors: h and the other trained branches computed
         here (a two-tower branch, Fq, by its tower of that side), cached ones passed through."""
