@@ -10,12 +10,12 @@ from search_bundle import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.bundle.manifest import MANIFEST
+from ticketsim.channels.onnx_encoder import TOLERANCE  # float32 graph: same computation, other kernels
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 
 pytest.importorskip("onnxruntime")
-TOLERANCE = 1e-5        # float32 graph: same computation, other kernels (the tiny encoder: about 1e-7)
 INT8_COSINE = 0.9       # dynamic int8 weights of a random 16-wide encoder (MiniLM: 0.98, test_encoder_backends.py)
 
 

@@ -17,7 +17,7 @@ from tiny_encoder import tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels import sentence as channel_s
-from ticketsim.channels.onnx_encoder import OnnxEncoder, export_encoder, kept_export
+from ticketsim.channels.onnx_encoder import TOLERANCE, OnnxEncoder, export_encoder, kept_export
 from ticketsim.channels.sentence import encode_texts, load_encoder
 from ticketsim.config import SentenceConfig
 from ticketsim.search.index import build_index, model_hash
@@ -75,7 +75,8 @@ def test_the_exported_road_answers_as_the_torch_road(exported, search_parts):
     layout = fast.index.layout
     (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), torch_road.queries.encode(queries, layout)
     assert tokens.equals(expected_tokens)
-    assert np.abs(vectors - expected).max() < 1e-6 * np.abs(expected).max()     # float32 sums in another order
+    # float32 sums in another order: within what the export is checked to, the CPU's kernels decide how close
+    assert np.abs(vectors - expected).max() < TOLERANCE * np.abs(expected).max()
     for a, b in zip(fast.search(queries, 10), torch_road.search(queries, 10)):
         assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits], a.query_id
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
