@@ -7,7 +7,7 @@ from ticketsim.config import load_tuned
 from ticketsim.stage import Arg, Stage
 from ticketsim.threads import torch_threads
 from ticketsim.training.rows import Row, log_row, train_row
-from ticketsim.training.variant import prepare_files
+from ticketsim.training.variant import prepare_files, threads_alone
 
 STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"variant_file": "YAML of the tune stage: the weights and LSTM size to train",
@@ -23,7 +23,7 @@ def main() -> None:
               Path(args.plots), final=True)
     data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
                          labelled)
-    with torch_threads(params.siamese.threads):     # as the siamese stage's rows: the same row, the same figures
+    with torch_threads(threads_alone(params.siamese, row.variant)):
         trained = train_row(data, row)
     log_row(stage, row, trained, Path(args.metrics))
 

@@ -22,7 +22,7 @@ from ticketsim.model.scores import pair_predictor, predict_all, side_channels
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.mining import PREFIX, mine
 from ticketsim.training.selection import per_query
-from ticketsim.training.variant import fit_variant
+from ticketsim.training.variant import fit_variant, threads_alone
 
 # Faults said in words that no ticket uses: a query can find its ticket only by what training teaches the encoder.
 FAULTS = [("pump", "seal leaks oil", "replace the seal"), ("fan", "blade wobbles", "balance the rotor"),
@@ -194,3 +194,12 @@ def test_a_self_supervised_phase_runs_before_the_labels_and_needs_no_label(encod
     assert changed and all(k.startswith("branches.F.") for k in changed)
     with pytest.raises(ValueError, match="mined pairs"):
         fit_variant(model, inputs, corpus.pairs, selfsup_only, siamese, 0, None)
+
+
+def test_a_model_that_fine_tunes_an_encoder_trains_alone_on_the_encoders_threads_the_lstm_rows_on_their_own():
+    siamese = replace(SIAMESE, threads=1, encoder=EncoderConfig(threads=3))
+    merged = {"sub+desc-sub+desc+sol": 1.0}
+    for channels in ({"F": 1.0, "L": 0.5}, {"F": 5.0, "S": 1.0, "L": 0.5}, {"Fq": 5.0, "L": 0.5}):
+        assert threads_alone(siamese, VariantConfig(channels, merged)) == 3, channels
+    for channels in ({"A": 5.0, "L": 0.5}, {"h": 1.0, "E": 0.5}, {"S": 1.0, "L": 0.5}, {"F": 0.0, "S": 1.0}):
+        assert threads_alone(siamese, VariantConfig(channels, merged)) == 1, channels

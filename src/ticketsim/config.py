@@ -263,6 +263,8 @@ class EncoderConfig:
     frozen_layers: int = 2          # lowest transformer layers (and the embeddings) kept as pretrained
     device: str | None = None       # None: sentence.device, where every other transformer pass runs
     batch_size: int = 32            # texts per forward pass
+    threads: int = 2                # torch threads while a model with F trains alone in its process (stages tune and final):
+                                    # a transformer's matrices keep a second core busy (siamese.threads: the LSTMs')
 
     def on(self, sentence: SentenceConfig) -> EncoderConfig:
         """This config with its device named: sentence.device where it names none (one device setting for both)."""

@@ -24,7 +24,7 @@ from ticketsim.config import (
 )
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.model.branches import BRANCHES, STARTED, BranchStart, reads
+from ticketsim.model.branches import BRANCHES, STARTED, TOWERS, BranchStart, reads
 from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
 from ticketsim.model.losses import IN_BATCH, Loss, loss_of
 from ticketsim.model.metric import MetricConfig, metric_of
@@ -53,6 +53,12 @@ def fuses_after(variant: VariantConfig) -> bool:
 def trains_on_labels(variant: VariantConfig) -> bool:
     """Phase labels runs, except for an in-batch loss that weighs no branch: phase fuse alone learns its weights."""
     return variant.labels and (variant.loss not in IN_BATCH or any(w and c in BRANCHES for c, w in variant.channels.items()))
+
+
+def threads_alone(siamese: SiameseParams, variant: VariantConfig) -> int:
+    """Torch threads of a model that trains alone in its process (stages tune and final): siamese.encoder.threads when it
+    fine-tunes an encoder (F, Fq), else siamese.threads (the rows' small matrices, which a second thread slows)."""
+    return siamese.encoder.threads if variant.weighed & set(TOWERS) else siamese.threads
 
 
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:

@@ -34,7 +34,15 @@ from ticketsim.config import Params, TuneConfig, VariantConfig
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
 from ticketsim.model.saved import WEIGHTS
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, fingerprint, inputs_digest, prepare_files, train_variant
+from ticketsim.training.variant import (
+    SEARCH_SPLITS,
+    Prepared,
+    fingerprint,
+    inputs_digest,
+    prepare_files,
+    threads_alone,
+    train_variant,
+)
 from ticketsim.tuning.output import write_plots, write_tuned
 from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
@@ -246,12 +254,12 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
     cfg = params.tune
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
-    torch.set_num_threads(params.siamese.threads)   # small matrices: a second thread on a busy box is far slower
     with stage_run(params.tracking, "tune", dataset, logged, raw=getattr(params.datasets.get(dataset), "raw", None)) as parent:
         started = time.perf_counter()
         labelled = params.dataset(dataset).labels
         name = params.siamese.final_of(params.dataset(dataset))
         final = params.siamese.variant(name)
+        torch.set_num_threads(threads_alone(params.siamese, final))   # the fold models train here
         why = (f"datasets.{dataset} has no labelled pairs" if not labelled else "tune.enabled is false" if not cfg.enabled
                else None if final.labels else f"#{name} learns from no labelled pair (labels: false)")
         if why:     # nothing to search by: no labelled pairs, or a final variant that reads none
