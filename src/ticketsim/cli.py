@@ -431,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the cross-dataset shift: each seed's model also scores this dataset's train + dev queries "
                              "(its workspace's pipeline files)")
     select.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
-                        help="no training: one report of these --out reports of other seeds (same data and configurations)")
+                        help="no training: one report of these --out reports (same data and folds): other seeds of the same "
+                             "configurations, or other configurations on the same seeds")
     select.set_defaults(run=select_command)
     curve = commands.add_parser("curve", help="a learning curve: CV MAP of trained configurations on 25, 50, ... judged "
                                 "queries, beside zero-shot and BM25 (train + dev only)",

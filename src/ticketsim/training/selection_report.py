@@ -6,7 +6,8 @@ next one early-stops, the rest train), and a model trained on train and early-st
 --baselines adds BM25, channel S's zero-shot row #14 (cosine) and, where the source ships one, its candidate order:
 untrained, scored on the same queries and folds. Paired tests: every configuration against the first, and with
 --baselines every trained one against each baseline, on each query's CV AP averaged over the seeds. Seeds run side by
-side (one process per core, each with its --seeds and --out) make one report with --merge.
+side (one process per core, each with its --seeds and --out) make one report with --merge; so do runs of other
+configurations on the same seeds and folds.
 
 Beside CV, each configuration's figures under the dataset's shifts (ticketsim.training.shift: the lay split, the
 later-year view of the same folds, one train part to the other), its paired tests against the reference (siamese.unlabelled,
@@ -191,17 +192,36 @@ def read_report(path: Path) -> dict:
 
 
 def merged(paths: list[Path], resamples: int) -> dict:
-    """One report of several runs of the same configurations on the same data with different seeds: figures over
-    every fold and seed, each query's CV AP averaged over all the seeds, the paired tests again."""
+    """One report of several runs on the same data and folds: of the same configurations with different seeds (stacked),
+    or of different configurations with the same seeds (joined); the paired tests and the choice again, over them all."""
     reports = [read_report(path) for path in paths]
-    first, names = reports[0], list(reports[0]["configurations"])
+    first = reports[0]
     for path, report in zip(paths[1:], reports[1:]):
-        if (report["dataset"], report["queries"], report["folds"], list(report["configurations"])) != \
-                (first["dataset"], first["queries"], first["folds"], names):
-            raise SystemExit(f"--merge: {path} and {paths[0]} differ in dataset, queries, folds or configurations")
+        if (report["dataset"], report["queries"], report["folds"]) != (first["dataset"], first["queries"], first["folds"]):
+            raise SystemExit(f"--merge: {path} and {paths[0]} differ in dataset, queries or folds")
+    if all(list(r["configurations"]) == list(first["configurations"]) for r in reports):
+        configurations, seeds, cv_seeds = stacked(reports)
+    else:
+        configurations, seeds, cv_seeds = joined(paths, reports)
+    names = list(configurations)
+    trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
+    baselines = [n for n in names if n not in trained_names]
+    judgement = first.get("judgement")
+    return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": seeds, "cv_seeds": cv_seeds,
+            "configurations": configurations,
+            "tests": tests(configurations, trained_names, baselines, resamples) if cv_seeds else [],
+            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples)
+            if cv_seeds and judgement else None,
+            "seconds": sum(r["seconds"] for r in reports)}
+
+
+def stacked(reports: list[dict]) -> tuple[dict, list[int], list[int]]:
+    """The same configurations over every report's seeds: figures over every fold and seed, each query's CV AP averaged
+    over all the seeds."""
     seeds = [seed for report in reports for seed in report["cv_seeds"]]
     if len(set(seeds)) < len(seeds):
         raise SystemExit(f"--merge: a seed is in more than one report (CV seeds {seeds})")
+    names = list(reports[0]["configurations"])
 
     def values(name: str, key: str) -> list[float]:
         return [v for report in reports if report["configurations"][name][key] for v in report["configurations"][name][key]["values"]]
@@ -222,18 +242,32 @@ def merged(paths: list[Path], resamples: int) -> dict:
                                              [f[shift]["runs"] for f in each if shift in f])}
                 for shift in dict.fromkeys(s for f in each for s in f)}
 
-    configurations = {name: {"kind": first["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
+    configurations = {name: {"kind": reports[0]["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
                              "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name), "shifts": shifts(name),
                              "seconds": sum(r["configurations"][name]["seconds"] for r in reports)} for name in names}
-    trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
-    baselines = [n for n in names if n not in trained_names]
-    judgement = first.get("judgement")
-    return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": [s for r in reports for s in r["seeds"]],
-            "cv_seeds": seeds, "configurations": configurations,
-            "tests": tests(configurations, trained_names, baselines, resamples) if seeds else [],
-            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples)
-            if seeds and judgement else None,
-            "seconds": sum(r["seconds"] for r in reports)}
+    return configurations, [s for r in reports for s in r["seeds"]], seeds
+
+
+def joined(paths: list[Path], reports: list[dict]) -> tuple[dict, list[int], list[int]]:
+    """Every report's configurations side by side, on the first report's seeds. A configuration in several reports (the
+    reference, the baselines) must have the same CV AP on every query in each, as the same folds and seeds give: else the
+    runs are not comparable. It is taken from the report that scored it under the most shifts."""
+    first = reports[0]
+    for path, report in zip(paths[1:], reports[1:]):
+        if sorted(report["cv_seeds"]) != sorted(first["cv_seeds"]) or sorted(report["seeds"]) != sorted(first["seeds"]):
+            raise SystemExit(f"--merge: {path} and {paths[0]} differ in configurations and in seeds: --merge stacks "
+                             f"other seeds of the same configurations, or joins other configurations on the same seeds")
+    configurations: dict[str, dict] = {}
+    for path, report in zip(paths, reports):
+        for name, figures in report["configurations"].items():
+            kept = configurations.setdefault(name, figures)
+            differ = [q for q, ap in figures["query_ap"].items() if not np.isclose(ap or 0.0, kept["query_ap"].get(q) or 0.0)]
+            if differ or len(figures["query_ap"]) != len(kept["query_ap"]):
+                raise SystemExit(f"--merge: {path}: {name} differs from its figures in an earlier report (CV AP of "
+                                 f"{len(differ)} queries): not the same folds and seeds")
+            if len(figures.get("shifts", {})) > len(kept.get("shifts", {})):
+                configurations[name] = figures
+    return configurations, first["seeds"], first["cv_seeds"]
 
 
 def markdown(report: dict) -> str:
