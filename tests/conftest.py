@@ -198,6 +198,7 @@ def small_params(params: dict) -> dict:
     # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
     params["comparators"]["workers"] = 1    # (topics fit in-process below channels.topics.SIDE_BY_SIDE_TICKETS)
     params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (OMP_NUM_THREADS above)
+    params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
     params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as tests/search_bundle.py reads it: an eighth of the cost
     params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
     return params
