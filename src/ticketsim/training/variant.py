@@ -47,12 +47,12 @@ def loss_and_groups(variant: VariantConfig, pairs: pl.DataFrame) -> tuple[Loss, 
 def fuses_after(variant: VariantConfig) -> bool:
     """An in-batch loss trains the branches (F, A, ...) alone; the fixed channels (L, S as cached) join after, in phase
     fuse."""
-    return variant.labels and variant.loss in IN_BATCH and any(w and c not in BRANCHES for c, w in variant.channels.items())
+    return variant.labels and variant.loss in IN_BATCH and bool(variant.weighed - set(BRANCHES))
 
 
 def trains_on_labels(variant: VariantConfig) -> bool:
     """Phase labels runs, except for an in-batch loss that weighs no branch: phase fuse alone learns its weights."""
-    return variant.labels and (variant.loss not in IN_BATCH or any(w and c in BRANCHES for c, w in variant.channels.items()))
+    return variant.labels and (variant.loss not in IN_BATCH or bool(variant.weighed & set(BRANCHES)))
 
 
 def threads_alone(siamese: SiameseParams, variant: VariantConfig) -> int:
