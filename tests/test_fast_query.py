@@ -1,7 +1,8 @@
 """A query without torch (issue 20): the bundle's sentence encoder exported to ONNX gives channel S's vectors of the
 torch path, the exported road's query vectors, top k and reasons equal the Scorer's, a one-query `ticketsim search`
-of such a bundle imports neither torch, sentence-transformers, NLTK's package, scikit-learn nor gensim, and a bundle
-that needs torch has no export and searches as before."""
+of such a bundle imports neither torch, sentence-transformers, NLTK's package, scikit-learn nor gensim (issue 32: a
+fine-tuned encoder's bundle too, F's and Fq's export reading the first max_tokens word pieces), and a bundle that needs
+torch has no export and searches as before."""
 import json
 import os
 import subprocess
@@ -12,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from search_bundle import make_bundle
+import torch
+from search_bundle import ENCODER_CONFIG, SCALES, make_bundle
 from tiny_encoder import tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -21,7 +23,7 @@ from ticketsim.channels.onnx_encoder import TOLERANCE, OnnxEncoder, export_encod
 from ticketsim.channels.sentence import encode_texts, load_encoder
 from ticketsim.config import SentenceConfig
 from ticketsim.search.index import build_index, model_hash
-from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, export_queries, query_encoder
+from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, encoder_folder, export_queries, query_encoder
 from ticketsim.search.searcher import Searcher
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -71,7 +73,11 @@ def exported(search_parts, tmp_path_factory):
 def test_the_exported_road_answers_as_the_torch_road(exported, search_parts):
     bundle, _, torch_road, fast = exported
     assert isinstance(query_encoder(bundle), ExportedQueries)
-    queries = search_parts.corpus.queries
+    answers_alike(fast, torch_road, search_parts.corpus.queries)
+
+
+def answers_alike(fast: Searcher, torch_road: Searcher, queries: pl.DataFrame) -> None:
+    """The two roads give the queries the same tokens, vectors (within the export's tolerance), top 10 and reasons."""
     layout = fast.index.layout
     (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), torch_road.queries.encode(queries, layout)
     assert tokens.equals(expected_tokens)
@@ -104,6 +110,31 @@ def test_a_cold_search_of_an_exported_bundle_imports_no_torch(exported):
     query = pl.DataFrame({"query_id": ["1"], "subject": ["pump getting hot"],
                           "description": ["feed pump at 95 C since monday, bearing noise"]})
     assert [h["ticket_id"] for h in answer[0]["hits"]] == [h.ticket_id for h in torch_road.search(query, 3)[0].hits]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant, channel", [("FA", "F"), ("FqL", "Fq")])
+def test_a_fine_tuned_encoder_is_exported_and_its_bundle_searches_without_torch(search_parts, tmp_path, variant, channel):
+    bundle = make_bundle(tmp_path / "bundle", search_parts, variant)
+    assert export_queries(bundle) is None
+    # F's bundle reads S too (A is S's adapter); Fq's ticket side is S, which a query does not read
+    assert sorted(p.name for p in (bundle / QUERY).iterdir() if p.is_dir()) == {"F": ["encoder", "encoder-F"],
+                                                                                "Fq": ["encoder-Fq"]}[channel]
+    scorer = Scorer.load(bundle)
+    branch = scorer.model.branches[channel]
+    tower = branch.query if channel == "Fq" else branch
+    tickets = search_parts.corpus.tickets
+    texts = [f"{s}\n{d}" for s, d in zip(tickets["subject"], tickets["description"])] + [""]
+    assert max(len(tower.model.tokenize([t])["input_ids"][0]) for t in texts) == ENCODER_CONFIG.max_tokens   # some are cut
+    with torch.no_grad():
+        expected = tower(texts).numpy() * SCALES["S"]
+    assert np.abs(OnnxEncoder.load(bundle / QUERY / encoder_folder(channel)).encode(texts) - expected).max() < TOLERANCE
+    index = build_index(scorer, model_hash(bundle), tickets)
+    index.save(tmp_path / "index")
+    answers_alike(Searcher(ExportedQueries(bundle), index, bundle), Searcher(ScorerQueries(scorer), index, bundle),
+                  search_parts.corpus.queries)
+    answer, imported, said = cold_search(bundle, tmp_path / "index")
+    assert imported == [] and "no query export" not in said and len(answer[0]["hits"]) == 3
 
 
 @pytest.mark.slow

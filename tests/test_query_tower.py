@@ -39,7 +39,7 @@ from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import ENCODER, build_model, load_model, save_model
 from ticketsim.model.scores import side_channels
 from ticketsim.search.index import TICKETS, VECTORS, IndexMismatch, TicketIndex, build_index, model_hash, reuse_index
-from ticketsim.search.queries import query_encoder
+from ticketsim.search.queries import ExportedQueries, query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.query_tower import retrain_query_tower
@@ -115,6 +115,8 @@ def test_the_query_tower_road_keeps_the_index_vectors_byte_for_byte_and_changes_
     assert (trained.index / VECTORS).read_bytes() == (index / VECTORS).read_bytes()
     assert (trained.index / TICKETS).read_bytes() == (index / TICKETS).read_bytes()
     assert trained.variant.weighed == {"Fq", "L"} and not trained.variant.learn and "dev" in trained.results
+    # the new tower's query export, which the rankings below search by: the champion's (none here) is of the old tower
+    assert trained.torch_query is None and isinstance(query_encoder(trained.bundle), ExportedQueries)
     queries = parts.corpus.queries.head(8)
     assert rankings(trained.bundle, trained.index, queries) != rankings(bundle, index, queries)
     with pytest.raises(IndexMismatch):      # the champion's index names the champion: the new bundle is refused there

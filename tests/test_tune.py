@@ -105,6 +105,18 @@ def test_rescore_reads_the_siamese_stages_model_as_well_as_its_own(tmp_path, cor
                            params.tune, tmp_path)
 
 
+def test_a_lone_worker_runs_its_trials_on_the_threads_of_a_model_trained_alone(tmp_path, corpus_and_tokens, monkeypatch):
+    """In tune.mode retrain each trial trains a model: a worker alone in the tune stage's process trains it as the final
+    stage would (training.variant.threads_alone: the encoder's threads for F), where workers side by side take one
+    share each (siamese.threads)."""
+    params = make_params(tmp_path, n_trials=2)
+    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
+    threads = []
+    monkeypatch.setattr(search_module, "threads_alone", lambda siamese, variant: 3 if variant == problem.final else 0)
+    monkeypatch.setattr(search_module.torch, "set_num_threads", threads.append)
+    assert len(search(problem, params.tune, "lone").trials) == 2 and threads == [3]
+
+
 def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
     params = make_params(tmp_path, n_trials=3)
     problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)

@@ -23,6 +23,7 @@ def register_query_tower(params: Params, bundle: Path, index: Path) -> str:
                        tags={"variant": row, "road": "query-tower"}, corpus=params.dataset(dataset).raw) as run:
             log_metrics(trained.results)    # dev.rerank.map, ...: the keys the register stage logs
             version = log_bundle(str(trained.bundle), name, str(trained.index))
-    print(f"retrain@{dataset}: {name} version {version} (run {run.info.run_id}), the query tower of {bundle} on its index",
-          flush=True)
+    query = f"goes through torch: {trained.torch_query}" if trained.torch_query else "runs without torch"
+    print(f"retrain@{dataset}: {name} version {version} (run {run.info.run_id}), the query tower of {bundle} on its index; "
+          f"a query {query}", flush=True)
     return version

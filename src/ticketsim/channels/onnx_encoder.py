@@ -1,12 +1,13 @@
-"""Channel S without torch: a bundle's sentence encoder exported once, at bundle time, to an ONNX graph beside its
+"""A sentence-transformers encoder without torch: exported once, at bundle time, to an ONNX graph beside its
 tokenizer.json, and run at query time by onnxruntime and the `tokenizers` library, with mean pooling and unit length in
 numpy. A query then imports neither torch nor sentence-transformers (seconds of a cold search).
 
-The graph is the Hugging Face transformer, float32, as channels/encoder_backends.py exports it for sentence.backend: onnx;
-the passages are channels/passages.py's, as on the torch path. Each passage runs alone (no padding: a query's three
-texts differ in length). An encoder is exported only when its vectors on sample texts equal the torch path's (within
-TOLERANCE): a sentence-transformers model with other modules (another pooling, a dense layer, prompts) gets no export,
-and its bundle searches through torch.
+The graph is the Hugging Face transformer, float32, as channels/encoder_backends.py exports it for sentence.backend: onnx.
+It reads a text as its channel does: channel S's passages (channels/passages.py, as on the torch path), or one passage
+cut at `max_length` word pieces (`truncate`: channel F's fine-tuned encoders, model/branches.py). Each passage runs alone
+(no padding: a query's three texts differ in length). An encoder is exported only when its vectors on sample texts equal
+its torch road's (within TOLERANCE): a sentence-transformers model with other modules (another pooling, a dense layer,
+prompts) gets no export, and its bundle searches through torch.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,17 +35,19 @@ TOLERANCE = 1e-5     # largest difference of a vector component (unit vectors) f
 EXPORT_VERSION = 1   # in a kept export's key (kept_export), with the exporting libraries' versions: raise it when
                      # export_encoder writes something else
 SAMPLES = ("pump getting hot", "The feed pump P-339 runs at 95 C since monday; bearing noise and vibration.\nsee log",
-           "error E9203 after restart " * 40)   # the last is cut into passages
+           "error E9203 after restart " * 40)   # the last is cut into passages, or truncated
 
 
 @dataclass(frozen=True, eq=False)
 class OnnxEncoder:
-    """An exported encoder, loaded: encode(texts) gives channel S's vector of each text, as sentence.encode_texts does."""
+    """An exported encoder, loaded: encode(texts) gives each text's vector as its torch road does (channel S's
+    sentence.encode_texts, or with `truncate` a fine-tuned encoder's TransformerBranch, unscaled)."""
 
     session: Any                 # onnxruntime.InferenceSession
     words: Any                   # tokenizers.Tokenizer without special tokens: the passages' word boundaries
     tokenizer: Any               # the same with the encoder's special tokens and length limit: its input
-    settings: dict               # passage_tokens, overlap, pooling, normalize, normalized (a Normalize module), dim, max_length
+    settings: dict               # normalized (a Normalize module), dim, max_length; then truncate: true, or channel S's
+                                 # passage_tokens, overlap, pooling, normalize
     inputs: tuple[str, ...]      # the graph's inputs: input_ids, attention_mask and, for BERT, token_type_ids
 
     @classmethod
@@ -81,18 +84,22 @@ class OnnxEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32; zeros for an empty text. A text repeated is encoded once."""
         vectors, done = np.zeros((len(texts), self.dim), dtype=np.float32), {}
-        pooling: Pooling = self.settings["pooling"]
         for i, text in enumerate(texts):
             text = text.strip()
             if not text:
                 continue
             if text not in done:
-                found = self.words.encode(text, add_special_tokens=False)
-                parts = windows(text, found.offsets, found.word_ids, self.settings["passage_tokens"], self.settings["overlap"])
-                parts = parts[:1] if pooling == "first" else parts      # first: the other passages are never read
-                done[text] = pool(np.stack([self.passage_vector(p) for p in parts]), pooling, self.settings["normalize"])
+                done[text] = self.passage_vector(text) if self.settings.get("truncate") else self.passages_vector(text)
             vectors[i] = done[text]
         return vectors
+
+    def passages_vector(self, text: str) -> np.ndarray:
+        """Channel S's vector of a text: its passages' vectors pooled."""
+        pooling: Pooling = self.settings["pooling"]
+        found = self.words.encode(text, add_special_tokens=False)
+        parts = windows(text, found.offsets, found.word_ids, self.settings["passage_tokens"], self.settings["overlap"])
+        parts = parts[:1] if pooling == "first" else parts      # first: the other passages are never read
+        return pool(np.stack([self.passage_vector(p) for p in parts]), pooling, self.settings["normalize"])
 
 
 def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
@@ -125,26 +132,34 @@ def kept_export(cfg: SentenceConfig, folder: str | Path) -> str | None:
 
 
 def export_encoder(encoder: SentenceEncoder, cfg: SentenceConfig, folder: str | Path) -> str | None:
-    """Write the export of a loaded torch encoder (configured by `cfg`) to `folder`; None when written, else why not
-    (nothing is left behind then)."""
-    from ticketsim.channels.encoder_backends import export_onnx
+    """Write channel S's export of a loaded torch encoder (configured by `cfg`) to `folder`; None when written, else why
+    not (nothing is left behind then)."""
     from ticketsim.channels.sentence import encode_texts
 
-    model, folder = encoder.model, Path(folder)
     if encoder.backend != "torch":
         return f"the encoder runs on {encoder.backend}, not torch"
+    settings = {"passage_tokens": encoder.passage_tokens, "overlap": cfg.overlap, "pooling": cfg.pooling, "normalize": cfg.normalize}
+    return export_model(encoder.model, settings, folder,
+                        lambda texts: encode_texts(encoder, texts, cfg.pooling, cfg.overlap, cfg.normalize, threads=cfg.threads))
+
+
+def export_model(model: Any, settings: dict, folder: str | Path, torch_road: Callable[[Sequence[str]], np.ndarray]) -> str | None:
+    """Write the export of a SentenceTransformer on the CPU (a transformer with mean pooling), read as `settings` say,
+    to `folder`, checked against `torch_road` (texts -> vectors) on SAMPLES; None when written, else why not
+    (nothing is left behind then)."""
+    from ticketsim.channels.encoder_backends import export_onnx
+
+    folder = Path(folder)
     names = [type(module).__name__ for module in model]
     if names[:2] != ["Transformer", "Pooling"] or names[2:] not in ([], ["Normalize"]) or model[1].pooling_mode != "mean":
         return f"its modules are {names} with {getattr(model[1], 'pooling_mode', '?')} pooling, not a transformer with mean pooling"
     folder.mkdir(parents=True, exist_ok=True)
     export_onnx(model, folder / GRAPH)
     model.tokenizer.backend_tokenizer.save(str(folder / TOKENIZER))
-    settings = {"passage_tokens": encoder.passage_tokens, "overlap": cfg.overlap, "pooling": cfg.pooling,
-                "normalize": cfg.normalize, "normalized": names[2:] == ["Normalize"], "dim": encoder.dim,
+    settings = {**settings, "normalized": names[2:] == ["Normalize"], "dim": int(model.get_embedding_dimension()),
                 "max_length": int(model.max_seq_length)}
     (folder / SETTINGS).write_text(json.dumps(settings) + "\n")
-    expected = encode_texts(encoder, SAMPLES, cfg.pooling, cfg.overlap, cfg.normalize, threads=cfg.threads)
-    difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - expected).max())
+    difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - torch_road(SAMPLES)).max())
     if difference > TOLERANCE:
         shutil.rmtree(folder)
         return f"its exported vectors differ from torch's by {difference:.2g} (more than {TOLERANCE:g})"

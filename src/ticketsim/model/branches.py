@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -155,6 +156,20 @@ class TransformerBranch(nn.Module):
         """An ordinary sentence-transformers folder: SentenceTransformer(folder) loads the fine-tuned encoder anywhere."""
         self.model.save(str(folder))
 
+    def export(self, folder: str | Path) -> str | None:
+        """Write the encoder's ONNX export for a query without torch (channels/onnx_encoder.py: the first max_tokens
+        word pieces, unscaled) to `folder`, checked against this branch's own road on the CPU; None when written, else
+        why not."""
+        from ticketsim.channels.onnx_encoder import export_model
+
+        cpu = TransformerBranch(copy.deepcopy(self.model).cpu(), self.max_tokens, device="cpu").eval()   # this one untouched
+
+        def torch_road(texts: Sequence[str]) -> np.ndarray:
+            with torch.no_grad():
+                return cpu(list(texts)).numpy()
+
+        return export_model(cpu.model, {"truncate": True}, folder, torch_road)
+
 
 class QueryTower(nn.Module):
     """Channel Fq: a TransformerBranch on the query side; the ticket side passes channel S's cached vectors through (they
@@ -178,6 +193,9 @@ class QueryTower(nn.Module):
 
     def save(self, folder: str | Path) -> None:
         self.query.save(folder)
+
+    def export(self, folder: str | Path) -> str | None:
+        return self.query.export(folder)
 
 
 class Adapter(nn.Module):

@@ -3,10 +3,11 @@ model's topics, the calibrator). The one place that encodes a query for `tickets
 
 Two roads to the same vectors:
 - exported (no torch, sentence-transformers, gensim or scikit-learn): when the bundle holds a query export (QUERY, written
-  by `export_queries` at bundle time), channel S runs as ONNX (channels/onnx_encoder.py), the adapter A and the reason
-  topics as numpy arrays. Only bundles whose variant weighs nothing beyond S, A, L and R get one;
-- through the Scorer (torch), as the index encodes tickets: every other bundle (channels E, T, h, F, a sentence encoder
-  whose export would differ) and every bundle without an export, e.g. one written before it existed.
+  by `export_queries` at bundle time), channel S and the fine-tuned encoders F and Fq run as ONNX
+  (channels/onnx_encoder.py), the adapter A and the reason topics as numpy arrays. Only bundles whose variant weighs
+  nothing beyond EXPORTABLE get one;
+- through the Scorer (torch), as the index encodes tickets: every other bundle (channels E, T, h, an encoder whose export
+  would differ) and every bundle without an export, e.g. one written before it existed.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 QUERY = "query"                     # the export's folder inside the bundle
 ENCODER, ADAPTER, TOPICS = "encoder", "adapter.npz", "topics.npz"
-EXPORTABLE = {"S", "A", "L", "R"}   # channels a query can compute without torch: S by ONNX, A a matrix, L and R no vectors
+ENCODED = ("S", "F", "Fq")          # the channels a query reads through an exported encoder
+EXPORTABLE = {*ENCODED, "A", "L", "R"}   # channels a query can compute without torch: A is a matrix, L and R have no vectors
 
 
 class QueryEncoder(Protocol):
@@ -75,10 +77,11 @@ class ExportedQueries:
         folder = bundle / QUERY
         self.bundle, self.text = bundle, build(TextConfig, manifest["text"], "manifest.text")
         self.calibrator = Calibrator.load(bundle / CALIBRATOR)
+        # F and Fq start as S and keep its scale (model/saved.py: load_model)
         self.scale = float(manifest["scales"].get("S", 1.0))
         # One thread: a query is a few dozen word pieces, and the server's workers are the parallelism (sentence.threads
         # is the stages' bulk encoding).
-        self.sentence = OnnxEncoder.load(folder / ENCODER) if (folder / ENCODER).is_dir() else None
+        self.encoders = {c: OnnxEncoder.load(folder / encoder_folder(c)) for c in ENCODED if (folder / encoder_folder(c)).is_dir()}
         with np.load(folder / ADAPTER) as adapter:
             self.adapter = {channel: adapter[channel] for channel in adapter.files}    # channel A: x -> x + x M
         self.topics = ReasonTopics.load(folder / TOPICS)
@@ -92,9 +95,10 @@ class ExportedQueries:
     def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
         corpus = one_side(queries, "queries")
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False).queries
-        components = {block.query for block in layout.blocks}
-        s = {c: self.sentence.encode(component_strings(corpus.queries, c)) / self.scale for c in components}
-        vectors = {"S": s, **{channel: {c: x + x @ matrix for c, x in s.items()} for channel, matrix in self.adapter.items()}}
+        strings = {c: component_strings(corpus.queries, c) for c in {block.query for block in layout.blocks}}
+        vectors = {channel: {c: encoder.encode(texts) / self.scale for c, texts in strings.items()}
+                   for channel, encoder in self.encoders.items()}
+        vectors |= {channel: {c: x + x @ matrix for c, x in vectors["S"].items()} for channel, matrix in self.adapter.items()}
         return tokens, fold(vectors, layout.blocks, "queries")
 
 
@@ -108,9 +112,16 @@ def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEnco
     return ScorerQueries(scorer or Scorer.load(bundle))
 
 
+def encoder_folder(channel: str) -> str:
+    """Where QUERY holds the export of an ENCODED channel: S's in ENCODER (as bundles from before F's export have it)."""
+    return ENCODER if channel == "S" else f"{ENCODER}-{channel}"
+
+
 def export_queries(bundle: str | Path) -> str | None:
     """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
     from ticketsim.bundle.loader import Scorer
+    from ticketsim.model.branches import reads
+    from ticketsim.model.metric import metric_of
 
     bundle = Path(bundle)
     folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"
@@ -119,26 +130,24 @@ def export_queries(bundle: str | Path) -> str | None:
     beyond = sorted(scorer.variant.weighed - EXPORTABLE)
     if beyond:
         return f"its variant weighs {', '.join(beyond)}, which a query computes with torch"
-    if "S" in reads_of(scorer) and scorer.sentence.quantize != "none":
+    metric = metric_of(scorer.variant)
+    if "S" in reads(metric) and scorer.sentence.quantize != "none":
         return f"its sentence encoder runs {scorer.sentence.quantize} weights (sentence.quantize), not an export's float32"
+    needs = set(metric.needs()[0])      # the query side's channels (Fq's ticket side is S, held by the index alone)
+    encoded = sorted(needs & set(ENCODED) | ({"S"} if "A" in needs else set()))
     # Written aside, then renamed into the bundle: a query folder that exists is complete.
     shutil.rmtree(scratch, ignore_errors=True)
-    if "S" in reads_of(scorer):
+    for channel in encoded:
         # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph),
         # traced on the CPU where a query runs it and compared with float32 vectors
-        why = kept_export(scorer.sentence, scratch / ENCODER)
+        target = scratch / encoder_folder(channel)
+        why = kept_export(scorer.sentence, target) if channel == "S" else scorer.model.branches[channel].export(target)
         if why:
             shutil.rmtree(scratch, ignore_errors=True)
-            return f"its sentence encoder was not exported: {why}"
+            return f"its {'sentence' if channel == 'S' else channel} encoder was not exported: {why}"
     scratch.mkdir(parents=True, exist_ok=True)
     np.savez(scratch / ADAPTER, **{c: b.map.detach().numpy() for c, b in scorer.model.branches.items() if c == "A"})
     ReasonTopics.of(scorer.topics).save(scratch / TOPICS)
     scratch.rename(folder)
     return None
 
-
-def reads_of(scorer: Scorer) -> set[str]:
-    from ticketsim.model.branches import reads
-    from ticketsim.model.metric import metric_of
-
-    return reads(metric_of(scorer.variant))

@@ -29,6 +29,7 @@ from ticketsim.model.inputs import scaled
 from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.search.index import reuse_index
+from ticketsim.search.queries import export_queries
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.variant import Prepared, train_variant
 
@@ -41,6 +42,7 @@ class QueryTowerModel:
     bundle: Path
     index: Path
     results: dict           # split -> rerank and similarity -> measure, on the labelled pairs (no retrieve pool)
+    torch_query: str | None  # why a query of the new bundle goes through torch; None: its query export was written
 
 
 def query_tower_variant(scorer: Scorer, row: VariantConfig) -> VariantConfig:
@@ -108,5 +110,7 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     new = write_bundle(out / "bundle", text=scorer.text, variant=variant, scales=scorer.scales, words=trained.inputs.words,
                        siamese=replace(params.siamese, max_tokens=scorer.max_tokens, encoder=encoder), sources=sources,
                        sentence=scorer.sentence, bm25=scorer.bm25)
+    torch_query = export_queries(new)     # the new tower's: the champion's export is of the old one
     reuse_index(index, Scorer.load(new), new, out / "index")
-    return QueryTowerModel(variant, new, out / "index", evaluate_method(corpus.pairs, scores, None, params.evaluation, calibrator))
+    return QueryTowerModel(variant, new, out / "index", evaluate_method(corpus.pairs, scores, None, params.evaluation, calibrator),
+                           torch_query)

@@ -156,11 +156,12 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
 
-def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, tracking=None, parent_run_id: str | None = None) -> None:
-    """One process's share: the study's next trial, one at a time, until it has cfg.n_trials finished ones or
-    cfg.timeout passes. When the other workers' running trials take the last places, it waits for them: they finish,
-    or their worker died and they go stale, come back to the queue, and this worker runs them."""
-    torch.set_num_threads(problem.siamese.threads)
+def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, threads: int, tracking=None,
+               parent_run_id: str | None = None) -> None:
+    """One process's share, on `threads` torch threads: the study's next trial, one at a time, until it has cfg.n_trials
+    finished ones or cfg.timeout passes. When the other workers' running trials take the last places, it waits for them:
+    they finish, or their worker died and they go stale, come back to the queue, and this worker runs them."""
+    torch.set_num_threads(threads)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(cfg, name, problem.params.seed + worker)   # its own sampler seed: workers do not propose the same points
     run_trial = objective(problem, cfg, tracking, parent_run_id)
@@ -194,11 +195,12 @@ def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, trac
     # Sampler seeds seed + i: reproducible for the launch that creates the study. A launch joining it (another machine,
     # or a resumed run) starts from its own random offset, or its workers would propose the points the others propose.
     first = 0 if created else random.SystemRandom().randrange(1, 2**30)
-    if workers <= 1:
-        run_worker(problem, cfg, name, first, tracking, parent_run_id)
+    if workers <= 1:    # alone: a retrain trial of F trains as the final stage does
+        run_worker(problem, cfg, name, first, threads_alone(problem.siamese, problem.final), tracking, parent_run_id)
     else:
         context = multiprocessing.get_context("spawn")
-        processes = [context.Process(target=run_worker, args=(problem, cfg, name, first + i, tracking, parent_run_id))
+        processes = [context.Process(target=run_worker, args=(problem, cfg, name, first + i, problem.siamese.threads, tracking,
+                                                               parent_run_id))
                      for i in range(workers)]
         for process in processes:
             process.start()
