@@ -12,7 +12,8 @@ the export (it ignores the folder). Without --model, a small bundle of the regis
 the packaged MiniLM read at 32 tokens, BM25, learned W and V), with its query export, and its index of 80 tickets are
 built first (tests/search_bundle.py, about 40 s).
 
-Usage: python benchmarks/search_cold_start.py [--before bd2a200] [--model BUNDLE --index INDEX] [--repeat 3]
+Usage: python benchmarks/search_cold_start.py [--before bd2a200] [--model BUNDLE --index INDEX]
+                                             [--before-model BUNDLE --before-index INDEX] [--repeat 3]
 """
 import argparse
 import os
@@ -64,15 +65,16 @@ def figures(runs: list[tuple[float, float]]) -> str:
 
 
 def cold(args: argparse.Namespace, bundle: Path, index: Path, baseline: Path) -> None:
-    search = [sys.executable, "-m", "ticketsim.cli", "search", "--model", str(bundle), "--index", str(index),
-              "--subject", QUERY["subject"], "--description", QUERY["description"]]
-    sides = {f"before ({args.before})": baseline / "src", "after (working tree)": ROOT / "src"}
+    search = lambda bundle, index: [sys.executable, "-m", "ticketsim.cli", "search", "--model", str(bundle),  # noqa: E731
+                                    "--index", str(index), "--subject", QUERY["subject"], "--description", QUERY["description"]]
+    sides = {f"before ({args.before})": (baseline / "src", search(args.before_model or bundle, args.before_index or index)),
+             "after (working tree)": (ROOT / "src", search(bundle, index))}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
-    for src in sides.values():
-        run(search, src)
+    for src, command in sides.values():
+        run(command, src)
     for _ in range(args.repeat):
-        for name, src in sides.items():
-            times[name].append(run(search, src))
+        for name, (src, command) in sides.items():
+            times[name].append(run(command, src))
     for name, runs in times.items():
         print(f"ticketsim search, one query, {name:<22} {figures(runs)}   (load {os.getloadavg()[0]:.1f})")
     (before, before_cpu), (after, after_cpu) = ((min(w for w, _ in r), min(c for _, c in r)) for r in times.values())
@@ -121,6 +123,9 @@ def main() -> None:
     parser.add_argument("--before", default="bd2a200", help="the baseline git revision (default bd2a200: before the query export)")
     parser.add_argument("--model", type=Path, help="a bundle (default: a small one of the best configuration, built here)")
     parser.add_argument("--index", type=Path, help="its index (with --model)")
+    parser.add_argument("--before-model", type=Path, help="the bundle the baseline searches (default: --model's), for an export "
+                        "the baseline cannot read: the same bundle without its query/ folder")
+    parser.add_argument("--before-index", type=Path, help="its index (with --before-model)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="search-cold-") as scratch:

@@ -42,6 +42,8 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
     assert {b["channel"] for b in after["layout"]["blocks"]} == {"F", "S"} and "F" not in {b["channel"] for b in before["layout"]["blocks"]}
     width = before["dim"] // len(before["layout"]["blocks"])     # each block of the registered adapter is S's width
     assert after["dim"] == 16 + width and after["model_hash"] != before["model_hash"]   # F at the tiny encoder's 16
+    # a query reads both encoders without torch: the bundle stage exported the fine-tuned one beside S
+    assert "runs without torch" in done and (ws / "models/default/bundle/query/encoder-F/model.onnx").is_file()
     client = mlflow.MlflowClient(f"sqlite:///{ws / 'mlflow.db'}")
     versions = sorted(client.search_model_versions("name='ticketsim-siamese-default'"), key=lambda v: int(v.version))
     assert [int(v.version) for v in versions] == [1, 2] and client.get_run(versions[-1].run_id).data.tags.get("variant") == FINAL
