@@ -23,7 +23,7 @@ from ticketsim.channels.onnx_encoder import TOLERANCE, OnnxEncoder, export_encod
 from ticketsim.channels.sentence import encode_texts, load_encoder
 from ticketsim.config import SentenceConfig
 from ticketsim.search.index import build_index, model_hash
-from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, encoder_folder, export_queries, query_encoder
+from ticketsim.search.queries import QUERY, ExportedQueries, ScorerQueries, export_folder, export_queries, query_encoder
 from ticketsim.search.searcher import Searcher
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -128,7 +128,7 @@ def test_a_fine_tuned_encoder_is_exported_and_its_bundle_searches_without_torch(
     assert max(len(tower.model.tokenize([t])["input_ids"][0]) for t in texts) == ENCODER_CONFIG.max_tokens   # some are cut
     with torch.no_grad():
         expected = tower(texts).numpy() * SCALES["S"]
-    assert np.abs(OnnxEncoder.load(bundle / QUERY / encoder_folder(channel)).encode(texts) - expected).max() < TOLERANCE
+    assert np.abs(OnnxEncoder.load(bundle / QUERY / export_folder(channel)).encode(texts) - expected).max() < TOLERANCE
     index = build_index(scorer, model_hash(bundle), tickets)
     index.save(tmp_path / "index")
     answers_alike(Searcher(ExportedQueries(bundle), index, bundle), Searcher(ScorerQueries(scorer), index, bundle),

@@ -81,7 +81,7 @@ class ExportedQueries:
         self.scale = float(manifest["scales"].get("S", 1.0))
         # One thread: a query is a few dozen word pieces, and the server's workers are the parallelism (sentence.threads
         # is the stages' bulk encoding).
-        self.encoders = {c: OnnxEncoder.load(folder / encoder_folder(c)) for c in ENCODED if (folder / encoder_folder(c)).is_dir()}
+        self.encoders = {c: OnnxEncoder.load(folder / export_folder(c)) for c in ENCODED if (folder / export_folder(c)).is_dir()}
         with np.load(folder / ADAPTER) as adapter:
             self.adapter = {channel: adapter[channel] for channel in adapter.files}    # channel A: x -> x + x M
         self.topics = ReasonTopics.load(folder / TOPICS)
@@ -112,7 +112,7 @@ def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEnco
     return ScorerQueries(scorer or Scorer.load(bundle))
 
 
-def encoder_folder(channel: str) -> str:
+def export_folder(channel: str) -> str:
     """Where QUERY holds the export of an ENCODED channel: S's in ENCODER (as bundles from before F's export have it)."""
     return ENCODER if channel == "S" else f"{ENCODER}-{channel}"
 
@@ -140,7 +140,7 @@ def export_queries(bundle: str | Path) -> str | None:
     for channel in encoded:
         # torch's encoder is the one exported, whichever backend encodes the tickets (onnx: the same float32 graph),
         # traced on the CPU where a query runs it and compared with float32 vectors
-        target = scratch / encoder_folder(channel)
+        target = scratch / export_folder(channel)
         why = kept_export(scorer.sentence, target) if channel == "S" else scorer.model.branches[channel].export(target)
         if why:
             shutil.rmtree(scratch, ignore_errors=True)
