@@ -203,3 +203,6 @@ def test_a_model_that_fine_tunes_an_encoder_trains_alone_on_the_encoders_threads
         assert threads_alone(siamese, VariantConfig(channels, merged)) == 3, channels
     for channels in ({"A": 5.0, "L": 0.5}, {"h": 1.0, "E": 0.5}, {"S": 1.0, "L": 0.5}, {"F": 0.0, "S": 1.0}):
         assert threads_alone(siamese, VariantConfig(channels, merged)) == 1, channels
+    # a process that trains several variants one model at a time (`ticketsim select`, `curve`): F's threads if one has F
+    rows = VariantConfig({"A": 5.0, "L": 0.5}, merged), VariantConfig({"F": 5.0, "L": 0.5}, merged)
+    assert threads_alone(siamese, *rows) == 3 and threads_alone(siamese, rows[0]) == 1

@@ -17,7 +17,7 @@ from ticketsim.config import load_params
 from ticketsim.errors import StepError
 from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size, pool_sizes, runnable
 from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
-from ticketsim.training.variant import SEARCH_SPLITS
+from ticketsim.training.variant import SEARCH_SPLITS, threads_alone
 
 
 def pct(figure: dict | float | None) -> str:
@@ -106,13 +106,14 @@ def log(params, report: dict, table: str, files: list[Path]) -> None:
 def command(args: argparse.Namespace) -> None:
     """`ticketsim curve` (its arguments: ticketsim.cli)."""
     started = time.perf_counter()
-    torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
     sizes = args.sizes or SIZES
     for size in sizes:
         parse_size(size)
     params = load_params(args.workspace / "params.yaml")
     problem = load_problem(params, args.workspace, args.dataset, args.variants, {"S"}, splits=(*SEARCH_SPLITS, *args.extra))
     variants = {name: params.siamese.variant(name) for name in args.variants}
+    # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
+    torch.set_num_threads(threads_alone(params.siamese, *variants.values()))
     if not any(v.labels for v in variants.values()):
         raise StepError(f"--variants {' '.join(args.variants)}: none learns from labels, so there is no curve to draw")
     baselines = {name: scores for name, scores in baseline_scores(problem, params).items() if name in ("BM25", S_ROW)}

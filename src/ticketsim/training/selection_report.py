@@ -45,7 +45,7 @@ from ticketsim.training.shift import (
     shifts_of,
     verdict,
 )
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, prepare_files, train_variant
+from ticketsim.training.variant import SEARCH_SPLITS, Prepared, prepare_files, threads_alone, train_variant
 
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
 
@@ -343,10 +343,10 @@ def command(args: argparse.Namespace) -> None:
     if not args.dataset or not args.variants:
         raise StepError("--dataset and --variants are required (or --merge)")
     started = time.perf_counter()
-    torch.set_num_threads(1)   # small matrices: a second thread on a busy 2-core box is far slower (docs/model.md)
-
     params = load_params(args.workspace / "params.yaml").for_dataset(args.dataset)    # siamese.final: the dataset's
     variants = list(dict.fromkeys([*args.variants, params.siamese.unlabelled]))    # the reference is always compared
+    # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
+    torch.set_num_threads(threads_alone(params.siamese, *map(params.siamese.variant, variants)))
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
     problem = load_problem(params, args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),
                            splits=(*SEARCH_SPLITS, LAY))

@@ -55,10 +55,11 @@ def trains_on_labels(variant: VariantConfig) -> bool:
     return variant.labels and (variant.loss not in IN_BATCH or bool(variant.weighed & set(BRANCHES)))
 
 
-def threads_alone(siamese: SiameseParams, variant: VariantConfig) -> int:
-    """Torch threads of a model that trains alone in its process (stages tune and final): siamese.encoder.threads when it
-    fine-tunes an encoder (F, Fq), else siamese.threads (the rows' small matrices, which a second thread slows)."""
-    return siamese.encoder.threads if variant.weighed & set(TOWERS) else siamese.threads
+def threads_alone(siamese: SiameseParams, *variants: VariantConfig) -> int:
+    """Torch threads of a process that trains models of these variants one at a time, alone (stages tune and final,
+    `ticketsim select` and `curve`): siamese.encoder.threads when one fine-tunes an encoder (F, Fq), else
+    siamese.threads (the rows' small matrices, which a second thread slows)."""
+    return siamese.encoder.threads if any(v.weighed & set(TOWERS) for v in variants) else siamese.threads
 
 
 def channel_scale(vectors: ChannelVectors, pairs: pl.DataFrame) -> float:
