@@ -117,24 +117,26 @@ def export_folder(channel: str) -> str:
     return ENCODER if channel == "S" else f"{ENCODER}-{channel}"
 
 
-def export_queries(bundle: str | Path) -> str | None:
-    """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch."""
+def export_queries(bundle: str | Path, scorer: Scorer | None = None) -> str | None:
+    """Write the bundle's query export (QUERY); None when written, else why the bundle searches through torch. `scorer`:
+    the bundle's, when loaded already (the export leaves it as it is)."""
     from ticketsim.bundle.loader import Scorer
-    from ticketsim.model.branches import reads
+    from ticketsim.model.branches import BRANCHES, reads
     from ticketsim.model.metric import metric_of
 
     bundle = Path(bundle)
     folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"
     shutil.rmtree(folder, ignore_errors=True)
-    scorer = Scorer.load(bundle)
+    scorer = scorer or Scorer.load(bundle)
     beyond = sorted(scorer.variant.weighed - EXPORTABLE)
     if beyond:
         return f"its variant weighs {', '.join(beyond)}, which a query computes with torch"
     metric = metric_of(scorer.variant)
     if "S" in reads(metric) and scorer.sentence.quantize != "none":
         return f"its sentence encoder runs {scorer.sentence.quantize} weights (sentence.quantize), not an export's float32"
-    needs = set(metric.needs()[0])      # the query side's channels (Fq's ticket side is S, held by the index alone)
-    encoded = sorted(needs & set(ENCODED) | ({"S"} if "A" in needs else set()))
+    # the query side's channels and what their branches read there (A: S; Fq's ticket side, S, is the index's alone)
+    needs = set(metric.needs()[0])
+    encoded = sorted((needs | {BRANCHES[c].source(False) for c in needs & BRANCHES.keys()}) & set(ENCODED))
     # Written aside, then renamed into the bundle: a query folder that exists is complete.
     shutil.rmtree(scratch, ignore_errors=True)
     for channel in encoded:

@@ -110,7 +110,8 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     new = write_bundle(out / "bundle", text=scorer.text, variant=variant, scales=scorer.scales, words=trained.inputs.words,
                        siamese=replace(params.siamese, max_tokens=scorer.max_tokens, encoder=encoder), sources=sources,
                        sentence=scorer.sentence, bm25=scorer.bm25)
-    torch_query = export_queries(new)     # the new tower's: the champion's export is of the old one
-    reuse_index(index, Scorer.load(new), new, out / "index")
+    loaded = Scorer.load(new)
+    torch_query = export_queries(new, loaded)     # the new tower's: the champion's export is of the old one
+    reuse_index(index, loaded, new, out / "index")
     return QueryTowerModel(variant, new, out / "index", evaluate_method(corpus.pairs, scores, None, params.evaluation, calibrator),
                            torch_query)
