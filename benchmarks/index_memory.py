@@ -63,15 +63,16 @@ def per_ticket(n_tickets: int, n_enduser: int, folder: Path) -> None:
         found = {}
         for precision in ("float32", "float16"):
             where = folder / f"{variant}-{precision}"
-            build_index(scorer, model_hash(bundle), corpus.tickets, precision=precision).save(where)
+            build_index(scorer, model_hash(bundle), corpus.tickets, precision=precision, out=where)
             index = TicketIndex.load(where)
             found[precision] = Searcher(query_encoder(bundle, scorer), index, bundle).search(queries, 10)
             pairs = [([h.ticket_id for h in a.hits], [h.ticket_id for h in b.hits], a, b)
                      for a, b in zip(found["float32"], found[precision])]
             gaps = [abs(a.hits[i].score - b.hits[i].score) / a.hits[i].score
                     for wide, half, a, b in pairs for i in range(len(wide)) if wide[i] != half[i]]
-            print(f"| {label} | {index.vectors.d} | {precision} | {((where / VECTORS).stat().st_size - 128) / len(index):,.0f} | "
-                  f"{(where / TICKETS).stat().st_size / len(index):,.0f} | {index.tickets.estimated_size() / len(index):,.0f} | "
+            files = index.generation
+            print(f"| {label} | {index.vectors.d} | {precision} | {((files / VECTORS).stat().st_size - 128) / len(index):,.0f} | "
+                  f"{(files / TICKETS).stat().st_size / len(index):,.0f} | {index.tickets.estimated_size() / len(index):,.0f} | "
                   f"{sum(w == h for w, h, _, _ in pairs)} of {len(pairs)} | {sum(set(w) == set(h) for w, h, _, _ in pairs)} | "
                   f"{max(gaps, default=0):.1e} |")
 

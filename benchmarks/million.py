@@ -12,13 +12,13 @@ instead (AL: the registered configuration A+L, 1,920 folded dims; SL: S+L on one
 with params' sentence settings (the encoder's full window: the encoding cost is real) and its query export.
 
 How the knowledge base is made: --measure tickets come from the synthetic generator and are indexed through the bundle
-(build_index: tokens, every channel, folding, topics), timed; the other tickets are those, tiled under new ids (their
-texts and tokens as they are, their vectors with noise: benchmarks/search_latency.py's `repeated`). So the table and
+(build_index: tokens, every channel, folding, topics), timed; the other tickets are those, tiled under new ids by the
+index's own writer (benchmarks/index_scale.py's `tile`: texts and tokens as they are, vectors with noise). So the table and
 encoding stages are measured on --measure tickets and extrapolated per ticket on the CPU (said in the output); BM25,
 the vectors and the write are measured at full size. Then: the folder's bytes, a fresh process's RSS after loading it
 and after one search, --queries end-user queries one at a time (p50, p95), the page (`ticketsim serve`, --workers) under
 --clients concurrent clients (benchmarks/serve_load.py) with its processes' RSS and PSS, and `ticketsim index add` of
-1,000 new generated tickets as a new process (loading, encoding, BM25 rebuilt, the folder rewritten).
+1,000 new generated tickets as a new process (loading, encoding, the next generation written).
 """
 import argparse
 import json
@@ -35,14 +35,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from index_memory import smaps
-from search_latency import repeated
+from index_scale import tile
 from serve_load import HOST, end_user_queries, free_port, load, server
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.config import SyntheticConfig, load_params
 from ticketsim.data.synthetic import generate
 from ticketsim.search.encode import one_side
-from ticketsim.search.index import MANIFEST, TicketIndex, build_index, model_hash
+from ticketsim.search.index import TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
@@ -57,8 +57,8 @@ def tiny_bundle(variant: str, folder: Path) -> Path:
     from ticketsim.search.queries import export_queries
 
     bundle = make_bundle(folder / "bundle", train_parts(folder / "parts"), variant)
-    manifest = json.loads((bundle / MANIFEST).read_text())
-    (bundle / MANIFEST).write_text(json.dumps({**manifest, "sentence": asdict(load_params().sentence)}) + "\n")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "sentence": asdict(load_params().sentence)}) + "\n")
     export_queries(bundle)
     return bundle
 
@@ -67,18 +67,6 @@ def timed(run):
     started = time.perf_counter()
     result = run()
     return result, time.perf_counter() - started
-
-
-def tiled(index: TicketIndex, n: int, rng: np.random.Generator) -> tuple[TicketIndex, dict[str, float]]:
-    """n tickets from the measured index: vectors as search_latency's `repeated`, tickets' rows repeated under new ids;
-    seconds of the vectors and of BM25's statistics and the order (TicketIndex's refresh, as on every load)."""
-    vectors, vector_seconds, _, _ = repeated(index, n, rng)
-    rows = np.arange(n) % len(index)
-    copy = pl.lit(pl.Series(np.arange(n) // len(index)).cast(pl.Utf8))
-    frame = index.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + "-" + copy)
-    big, bm25_seconds = timed(lambda: TicketIndex(index.model_hash, index.layout, vectors, frame, index.topic_scale, index.bm25,
-                                                  index.coherence))
-    return big, {"vectors (tiled, noise)": vector_seconds, "BM25 and order": bm25_seconds}
 
 
 def loaded_memory(index: str, bundle: str) -> None:
@@ -128,19 +116,19 @@ def main() -> None:
         scorer = Scorer.load(bundle)
         corpus = generate(SyntheticConfig(n_tickets=args.measure + args.add, n_labeled_queries=10, n_enduser_queries=10), 13)
         sample, new = corpus.tickets.head(args.measure), corpus.tickets.slice(args.measure)
-        build_index(scorer, model_hash(bundle), new.head(5))    # warm-up: every model the bundle reads loads on first use
+        build_index(scorer, model_hash(bundle), new.head(5), folder / "warm-up", force=True)    # every model loads on first use
         tokens_only = one_side(sample, "tickets")
         _, table = timed(lambda: tokenize_corpus(tokens_only, make_tokenizer(scorer.text, tokens_only), progress=False))
-        measured, built = timed(lambda: build_index(scorer, model_hash(bundle), sample, precision=args.precision))
+        measured, built = timed(lambda: build_index(scorer, model_hash(bundle), sample, folder / "measured", precision=args.precision,
+                                                    force=True))
         per_ticket = {"table: tokens": table / args.measure,  # the rest of the build: channels, folding, topics
                       "encoding: every channel, folded, topic activity": (built - table) / args.measure}
         print(f"measured: {args.measure} tickets indexed in {built:.1f} s, of which tokens {table:.1f} s", flush=True)
-        index, seconds = tiled(measured, args.tickets, np.random.default_rng(0))
         target = folder / "index"
-        _, seconds["write"] = timed(partial(index.save, target))
-        disk = {path.name: path.stat().st_size for path in target.iterdir()}
-        disk["tickets table in memory (polars' estimate)"] = index.tickets.estimated_size()
-        del index
+        shutil.rmtree(target, ignore_errors=True)
+        seconds = {"tiled and written by the index's writer (append, doubling)": tile(folder / "measured", args.tickets, target,
+                                                                                       np.random.default_rng(0))}
+        disk = {path.name: path.stat().st_size for path in TicketIndex.load(target).generation.iterdir()}
         print("written", flush=True)
         memory = json.loads(subprocess.run([sys.executable, __file__, "--loaded-memory", str(target), str(bundle)],
                                            capture_output=True, text=True, check=True).stdout.splitlines()[-1])
@@ -184,7 +172,7 @@ def main() -> None:
               f"{page['errors']} errors; largest worker RSS {page_memory['worker RSS']:,.0f} MB, PSS of all its processes "
               f"{page_memory['PSS of all']:,.0f} MB")
     said = (add.stdout or add.stderr or "no output").strip().splitlines()[-1][:160]
-    print(f"`ticketsim index add` of {args.add:,} tickets (a new process: load, encode, BM25, rewrite): {add_seconds:.1f} s, "
+    print(f"`ticketsim index add` of {args.add:,} tickets (a new process: load, encode, write the next generation): {add_seconds:.1f} s, "
           f"exit {add.returncode}: {said}")
     if args.add != 1000:
         more = (1000 - args.add) * sum(per_ticket.values())

@@ -22,12 +22,11 @@ def main() -> None:
     with stage.run({"variant": final, "topics": {"coherence": params.topics.coherence}}, tags={"variant": final}):
         scorer, corpus = Scorer.load(args.bundle), Corpus.read(args.corpus)
         started = time.perf_counter()
-        index = build_index(scorer, model_hash(args.bundle), corpus.tickets, cached=[ChannelVectors.load(args.sentence)],
-                            coherence=params.topics.coherence, precision=params.index.precision)
+        index = build_index(scorer, model_hash(args.bundle), corpus.tickets, args.out, cached=[ChannelVectors.load(args.sentence)],
+                            coherence=params.topics.coherence, precision=params.index.precision, force=True)
         built = {"tickets": len(index), "dim": index.vectors.d, "precision": index.vectors.precision,
                  "bytes_per_ticket": index.vectors.array.itemsize * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}
-        index.save(args.out)
         enduser = enduser_evaluation(Searcher(query_encoder(args.bundle, scorer), index, args.bundle), corpus, params.evaluation.depth)
         shares_plot(enduser, Path(args.plots) / "enduser.png", f"{stage.dataset}: end-user queries (the paper's Figure 4)")
         stage.metrics({"index": built, "enduser": enduser})

@@ -5,7 +5,8 @@ generator's true labels), blurred by noise that grows with the share of the data
 the reference. So a batch of shuffled labels makes a worse model, which the gate sees when it scores champion and
 candidate on the same pairs, as it scores real models (the `evaluate` of ticketsim.app.pyfunc.TicketSimModel). Like the
 register stage, it logs the model's results on its own dataset in the run it registers as a new version of
-`siamese.registered_name(dataset)`.
+`siamese.registered_name(dataset)`. It searches too (a request of subject and description): the first tickets of its pool
+by those scores, the query named by its text as the feedback journal names it, so judgments can be checked against it.
 """
 import argparse
 import json
@@ -14,9 +15,12 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import polars as pl
 
+from ticketsim.app.pyfunc import DEFAULT_K
 from ticketsim.config import load_params
+from ticketsim.data.intake import text_query_id
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.calibrate import Calibrator
@@ -28,8 +32,9 @@ SCALE = Calibrator((1.0, 5.0), (1.0, 5.0))   # scores are on the label scale alr
 
 
 class ReferenceModel(mlflow.pyfunc.PythonModel):
-    def __init__(self, truth: dict[str, float], false_share: float):
+    def __init__(self, truth: dict[str, float], false_share: float, tickets: tuple[str, ...] = ()):
         self.truth, self.false_share = truth, false_share    # truth: "query_id ticket_id" -> label
+        self.tickets = tickets                               # the pool a search ranks
 
     def scores(self, pairs: pl.DataFrame) -> np.ndarray:
         keys = [f"{q} {t}" for q, t in zip(pairs["query_id"], pairs["ticket_id"])]
@@ -40,7 +45,32 @@ class ReferenceModel(mlflow.pyfunc.PythonModel):
         return evaluate_method(corpus.pairs, self.scores(corpus.pairs), None, cfg, SCALE)
 
     def predict(self, context, model_input, params=None):
-        raise NotImplementedError("the stand-in is only evaluated")
+        """A search, answered as TicketSimModel answers one: each query's first k tickets of the pool."""
+        k = int((params or {}).get("k", DEFAULT_K))
+        hits = []
+        for subject, description in zip(model_input["subject"], model_input["description"]):
+            pairs = pl.DataFrame({"query_id": text_query_id(subject, description), "ticket_id": self.tickets})
+            hits.append([self.tickets[i] for i in np.argsort(-self.scores(pairs), kind="stable")[:k]])
+        return pd.DataFrame({"ticket_ids": hits})
+
+
+def trained(corpus, truth: dict[str, float]) -> ReferenceModel:
+    """The stand-in trained on a corpus: blurred as far as its train labels are false; its pool the corpus's tickets."""
+    train = corpus.split("train")
+    false = [truth.get(f"{q} {t}", 0.0) != label for q, t, label in train.select("query_id", "ticket_id", "label").iter_rows()]
+    return ReferenceModel(truth, sum(false) / len(false) if false else 0.0, tuple(corpus.tickets["ticket_id"]))
+
+
+def register_trained(params, dataset: str, truth: dict[str, float]) -> tuple[str, ReferenceModel, dict]:
+    """As the register stage: the stand-in trained on the dataset's raw files, its results logged, registered as a new
+    version in a run of its own. (version, model, results)"""
+    with stage_run(params.tracking, "register", dataset):
+        # Straight from the raw folder, not the prepare stage's output: one stage process per retrain keeps tests fast.
+        corpus = read_dataset(params.dataset(dataset), IntakeReport())
+        model = trained(corpus, truth)
+        results = model.evaluate(corpus, params.evaluation)
+        log_metrics(results)
+        return register(params.siamese.registered_name(dataset), model), model, results
 
 
 class FixedFigures(mlflow.pyfunc.PythonModel):
@@ -69,19 +99,11 @@ def main() -> None:
     parser.add_argument("--metrics", required=True)
     args = parser.parse_args()
     params = load_params()
-    final, name = params.siamese.final_of(params.dataset(args.dataset)), params.siamese.registered_name(args.dataset)
-    with stage_run(params.tracking, "register", args.dataset):
-        # Straight from the raw folder, not the prepare stage's output: one stage process per retrain keeps tests fast.
-        corpus = read_dataset(params.dataset(args.dataset), IntakeReport())
-        truth = pl.read_csv(args.reference, schema_overrides={"query_id": pl.String, "ticket_id": pl.String})
-        train = corpus.split("train").join(truth.rename({"label": "truth"}), on=["query_id", "ticket_id"], how="left")
-        false_share = float((train["label"] != train["truth"].fill_null(0)).mean()) if train.height else 0.0
-        model = ReferenceModel({f"{q} {t}": float(label) for q, t, label in truth.iter_rows()}, false_share)
-        results = model.evaluate(corpus, params.evaluation)
-        Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.metrics).write_text(json.dumps({f"#{final}": results}, indent=2) + "\n")
-        log_metrics(results)
-        print("registered version", register(name, model), f"(train labels false: {false_share:.0%})")
+    truth = pl.read_csv(args.reference, schema_overrides={"query_id": pl.String, "ticket_id": pl.String})
+    version, model, results = register_trained(params, args.dataset, {f"{q} {t}": float(label) for q, t, label in truth.iter_rows()})
+    Path(args.metrics).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.metrics).write_text(json.dumps({f"#{params.siamese.final_of(params.dataset(args.dataset))}": results}, indent=2) + "\n")
+    print("registered version", version, f"(train labels false: {model.false_share:.0%})")
 
 
 if __name__ == "__main__":

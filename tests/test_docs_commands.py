@@ -83,6 +83,10 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a synopsis: tests/test_search_serving.py drives the page in chromium, tests/test_feedback_server.py on gunicorn",
     "ticketsim feedback export [--journal feedback/judgments.jsonl] [--dataset default]":
         "a synopsis: tests/test_feedback.py and test_feedback_browser.py run `feedback export`",
+    "ticketsim feedback review [--journal feedback/judgments.jsonl]":
+        "a synopsis: tests/test_feedback_review.py lists the batches its poisoned and shuffled judges left held",
+    "ticketsim feedback review --accept 3 [--dataset default]": "tests/test_feedback_review.py accepts the shuffled batch",
+    "ticketsim feedback review --reject 2": "tests/test_feedback_review.py rejects the poisoned batch",
     "TICKETSIM_FEEDBACK=feedback/judgments.jsonl TICKETSIM_FEEDBACK_TOKEN=s3cret MLFLOW_TRACKING_URI=sqlite:///mlflow.db "
     "mlflow models serve -m models:/ticketsim-siamese-default@champion --env-manager local -p 5001":
         "needs a registered champion: tests/test_feedback.py calls the served model's predict with a journal and a token",
@@ -175,6 +179,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python benchmarks/million.py --tiny SL --tickets 100000 --measure 60 --add 60 --queries 30 --requests 100":
         "a benchmark (an index of 100,000 tickets, the page, index add), not a test; tests/test_scale_benchmarks.py runs it at "
         "500 tickets on a tiny bundle",
+    "python benchmarks/index_scale.py --model models/default/bundle --index models/default/index --tickets 100000":
+        "a benchmark (the registered index tiled to 100,000 tickets, cold searches, the page, index add), not a test; "
+        "tests/test_scale_benchmarks.py runs it at 400 tickets on a tiny bundle",
     "python benchmarks/serve_load.py":
         "a benchmark (two servers under load), not a test; tests/test_search_serving.py and test_feedback_server.py serve",
 }

@@ -71,6 +71,15 @@ def test_jira_joins_every_comment_column_in_order_without_their_heads_then_the_r
     assert all(not re.search(r"\d{2}/\w{3}/\d{2}.*;", t["solution"]) for t in tickets.values())
 
 
+@pytest.mark.parametrize("head", ["2026-10-11 09:12;j.doe;", "03/Nov/26 14:31;", "03/Nov/26 14:31;j.doe;",
+                                  "24/Nov/26 5:04 AM;5b10ac8d82e05b22cc7d4ef5;", "11/Nov/26 3:10PM;712020:8f3a2c1e;"])
+def test_jira_comment_heads_of_every_date_format_leave_the_solution_with_or_without_an_author(tmp_path, head):
+    path = tmp_path / "tickets.csv"
+    path.write_text(f'Issue key,Summary,Description,Comment\nOPS-1,Pump hot,Feed pump at 95 C,"{head}Cleaned the filter; '
+                    'it runs cool."\n')
+    assert read_records(path, "tickets", "jira")["solution"].to_list() == ["Cleaned the filter; it runs cool."]
+
+
 def test_servicenow_joins_close_notes_and_work_notes_without_the_journal_heads():
     header, *rows = csv_rows(FILES["servicenow"])
     tickets = by_id(read_records(FILES["servicenow"], "tickets", "servicenow"))
@@ -229,6 +238,67 @@ def test_cli_validate_reads_an_export_folder_with_columns(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == report
     assert main(["validate", "--csv", str(JIRA)]) == BAD_INPUT   # the export's own names are not ticketsim's
     assert f"{JIRA / 'tickets.csv'}:1: missing column(s) ['ticket_id'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- Excel's CSV: another delimiter, another encoding
+
+def excel_folder(folder: Path, delimiter: str, encoding: str) -> Path:
+    """The Jira folder as Excel saves CSV where the decimal mark is a comma: `delimiter`-separated, in `encoding`, its
+    first ticket's subject ending in letters that encoding and UTF-8 write otherwise."""
+    folder.mkdir()
+    for name in ("tickets.csv", "queries.csv", "pairs.csv"):
+        header, *rows = csv_rows(JIRA / name)
+        if name == "tickets.csv":
+            rows[0][header.index("Summary")] += " – Café"
+        out = io.StringIO()
+        csv.writer(out, delimiter=delimiter).writerows([header, *rows])
+        (folder / name).write_bytes(out.getvalue().encode(encoding))
+    return folder
+
+
+@pytest.mark.parametrize("delimiter, said", [(";", "';'"), ("\t", "a tab")])
+def test_a_header_written_with_semicolons_or_tabs_is_read_so_and_the_report_says_it(tmp_path, capsys, delimiter, said):
+    folder = excel_folder(tmp_path / "excel", delimiter, "utf-8")
+    assert main(["validate", "--csv", str(folder), "--columns", "jira"]) == OK
+    report = json.loads(capsys.readouterr().out)
+    assert report[f"{folder / 'tickets.csv'}: read with {said} as its delimiter, as its header is written"] == 1
+    corpus = csvsource.read_corpus(folder, {"train": 1.0}, IntakeReport(), resolve("jira", "--columns"))
+    assert corpus.tickets["subject"][0].endswith(" – Café")
+    assert corpus.tickets.drop("subject").rows() == read_records(FILES["jira"], "tickets", "jira").drop("subject").rows()
+    assert main(["validate", "--csv", str(folder), "--columns", "jira", "--delimiter", "tab" if delimiter == "\t" else ";"]) == OK
+    assert not any("delimiter" in key for key in json.loads(capsys.readouterr().out))    # told, not detected
+    (folder / "tickets.csv").write_text("Key;Title\nOPS-1;Pump hot\n")     # split on ';', still not Jira's columns
+    assert main(["validate", "--csv", str(folder), "--columns", "jira"]) == BAD_INPUT
+    assert f"{folder / 'tickets.csv'}:1: missing column(s) 'Issue key' (for ticket_id)" in capsys.readouterr().err
+
+
+def test_a_windows_1252_export_is_refused_naming_the_byte_and_the_option_then_read_with_it(tmp_path, capsys):
+    folder = excel_folder(tmp_path / "excel", ",", "cp1252")
+    first = (folder / "tickets.csv").read_bytes()
+    dash = first.index(b"\x96")
+    assert main(["validate", "--csv", str(folder), "--columns", "jira"]) == BAD_INPUT
+    line = first[:dash].count(b"\n") + 1
+    assert capsys.readouterr().err.splitlines()[1].strip() == (f"{folder / 'tickets.csv'}:{line}: not UTF-8 (byte 0x96 at "
+                                                               f"offset {dash}); pass --encoding cp1252 (or the export's encoding)")
+    assert main(["validate", "--csv", str(folder), "--columns", "jira", "--encoding", "cp1252"]) == OK
+    assert json.loads(capsys.readouterr().out)["tickets"] == len(csv_rows(JIRA / "tickets.csv")) - 1
+
+
+def test_a_dataset_in_params_names_its_exports_encoding_and_delimiter(tmp_path):
+    folder = excel_folder(tmp_path / "excel", ";", "cp1252")
+    text = f"seed: 1\ndatasets:\n  desk:\n    source: csv\n    raw: {folder}\n    columns: jira\n"
+    (tmp_path / "params.yaml").write_text(text)
+    problems = refused(load_corpus, load_params(tmp_path / "params.yaml"), "desk", IntakeReport())
+    assert problems[0].endswith("; set datasets.desk.encoding: cp1252 (or the export's encoding)")
+    (tmp_path / "params.yaml").write_text(text + "    encoding: cp1252\n    delimiter: ';'\n")
+    report = IntakeReport()
+    corpus = load_corpus(load_params(tmp_path / "params.yaml"), "desk", report)
+    assert corpus.tickets["subject"][0].endswith(" – Café") and not any("delimiter" in key for key in report.as_dict())
+    for bad, message in (("encoding: klingon", "datasets.desk.encoding: 'klingon': not a text encoding Python knows"),
+                         ("delimiter: ';;'", "datasets.desk.delimiter: ';;': a delimiter is one character")):
+        (tmp_path / "params.yaml").write_text(f"{text}    {bad}\n")
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_params(tmp_path / "params.yaml")
 
 
 # ---------------------------------------------------------------- bad exports: file:line, the column read, nothing written

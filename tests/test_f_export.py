@@ -11,7 +11,7 @@ from search_bundle import make_bundle
 from ticketsim.bundle.loader import Scorer
 from ticketsim.bundle.manifest import MANIFEST
 from ticketsim.channels.onnx_encoder import TOLERANCE  # float32 graph: same computation, other kernels
-from ticketsim.search.index import build_index, model_hash
+from ticketsim.search.index import add_tickets, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 
@@ -57,13 +57,13 @@ def test_f_vectors_through_the_export_equal_torch_s(search_parts, scorers):
 
 
 @pytest.mark.slow   # channel S (MiniLM) is encoded too: F starts from it (about a minute under load)
-def test_index_build_and_add_through_the_export_give_torch_s_top_10(search_parts, scorers):
+def test_index_build_and_add_through_the_export_give_torch_s_top_10(search_parts, scorers, tmp_path):
     bundle, tickets, queries = scorers[0], search_parts.corpus.tickets, search_parts.corpus.queries.head(5)
     answers, added = {}, {}
     for name in ("torch", "onnx"):
         scorer = scorers[1][name]
-        index = build_index(scorer, model_hash(bundle), tickets.head(60))
-        index.add(scorer, tickets.slice(60))
+        build_index(scorer, model_hash(bundle), tickets.head(60), tmp_path / name)
+        _, index = add_tickets(tmp_path / name, scorer, bundle, tickets.slice(60))
         added[name] = np.asarray(index.vectors.array[60:])
         searcher = Searcher(query_encoder(bundle, scorers[1]["torch"]), index, bundle)
         answers[name] = [[h.ticket_id for h in answer.hits] for answer in searcher.search(queries, 10)]

@@ -64,8 +64,7 @@ def exported(search_parts, tmp_path_factory):
     bundle = make_bundle(root / "bundle", search_parts, "AL")
     assert export_queries(bundle) is None and (bundle / QUERY).is_dir()
     scorer = Scorer.load(bundle)
-    index = build_index(scorer, model_hash(bundle), search_parts.corpus.tickets)
-    index.save(root / "index")
+    index = build_index(scorer, model_hash(bundle), search_parts.corpus.tickets, root / "index")
     return bundle, root / "index", Searcher(ScorerQueries(scorer), index, bundle), Searcher(ExportedQueries(bundle), index, bundle)
 
 
@@ -129,8 +128,7 @@ def test_a_fine_tuned_encoder_is_exported_and_its_bundle_searches_without_torch(
     with torch.no_grad():
         expected = tower(texts).numpy() * SCALES["S"]
     assert np.abs(OnnxEncoder.load(bundle / QUERY / export_folder(channel)).encode(texts) - expected).max() < TOLERANCE
-    index = build_index(scorer, model_hash(bundle), tickets)
-    index.save(tmp_path / "index")
+    index = build_index(scorer, model_hash(bundle), tickets, tmp_path / "index")
     answers_alike(Searcher(ExportedQueries(bundle), index, bundle), Searcher(ScorerQueries(scorer), index, bundle),
                   search_parts.corpus.queries)
     answer, imported, said = cold_search(bundle, tmp_path / "index")
@@ -142,7 +140,7 @@ def test_a_bundle_that_needs_torch_gets_no_export_and_searches_through_the_score
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")     # h, E and T: the LSTM, word2vec and DocNADE
     assert export_queries(bundle) == "its variant weighs E, T, h, which a query computes with torch"
     assert not (bundle / QUERY).exists()
-    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(tmp_path / "index")
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, out=tmp_path / "index")
     answer, imported, said = cold_search(bundle, tmp_path / "index")
     assert "torch" in imported and len(answer[0]["hits"]) == 3
     assert "has no query export" in said and "encoded through torch" in said

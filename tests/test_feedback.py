@@ -141,7 +141,7 @@ def served(search_parts, tmp_path_factory) -> SimpleNamespace:
     root = tmp_path_factory.mktemp("feedback")
     bundle = make_bundle(root / "bundle", search_parts, "22")
     tickets = pl.concat([search_parts.corpus.tickets, pl.DataFrame([HOSTILE])])
-    build_index(Scorer.load(bundle), model_hash(bundle), tickets).save(root / "index")
+    build_index(Scorer.load(bundle), model_hash(bundle), tickets, out=root / "index")
     return SimpleNamespace(bundle=bundle, index=root / "index", searcher=Searcher.load(bundle, root / "index"))
 
 
@@ -222,7 +222,7 @@ def test_a_journal_line_that_is_no_judgment_is_skipped_and_named_and_every_later
     assert restarted.status_code == 200 and restarted.get_json()["status"] == "repeated"
     assert restarted.get_json()["where"] == f"{path}:1" and len(restarted.get_json()["skipped"]) == 3
     assert [json.loads(line)["label"] for line in path.read_bytes().split(b"\n")[4:-1]] == ["NO", "REL"]
-    with pytest.raises(DataError, match=f"{path}:4: bytes that are not UTF-8"):   # the export names a line of those
+    with pytest.raises(DataError, match=f"{path}:4: not UTF-8 .*; re-export the file as UTF-8"):   # the export names the line
         export(path, labelled_folder(tmp_path), {"train": 1.0}, NOW)
 
 

@@ -50,7 +50,7 @@ def test_clicks_on_the_page_become_labelled_pairs_and_a_model_version_the_gate_j
 
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
     tickets = read_records(ws.root / "data" / "labeled" / "tickets.csv", "tickets")
-    build_index(Scorer.load(bundle), model_hash(bundle), tickets).save(tmp_path / "index")
+    build_index(Scorer.load(bundle), model_hash(bundle), tickets, out=tmp_path / "index")
     journal = ws.root / "feedback" / "judgments.jsonl"      # where `feedback export` in the workspace looks (serve.feedback)
     command = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(tmp_path / "index"),
                "--port", "{port}", "--params", str(ws.root / "params.yaml"), "--feedback", str(journal)]

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow   # `ticketsim serve` on gunicorn, hundreds of con
 def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
     root = tmp_path_factory.mktemp("served")
     bundle = make_bundle(root / "bundle", search_parts, "22")
-    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(root / "index")
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, out=root / "index")
     return bundle, root / "index", search_parts.corpus.tickets["ticket_id"].to_list()
 
 

@@ -22,9 +22,11 @@ from ticketsim.data.tables import Corpus
 from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import rerank_by_query
 from ticketsim.lifecycle.gate import compare, dvc_baseline
-from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback
-from ticketsim.lifecycle.retrain import gate_rules, run_gate
+from ticketsim.lifecycle.gate_pairs import gate_pairs
+from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback, tag_version
+from ticketsim.lifecycle.retrain import GATE_TAG, gate_rules, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
+from ticketsim.lifecycle.trusted import TAG
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
@@ -133,7 +135,7 @@ def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_a
     assert latest_version(cfg, model).tags == {"gate": "failed"} and latest_version(cfg, model).version == v3
     again = run_gate(params)
     assert not again.passed and again.result is None and "judged before (gate: failed)" in again.markdown
-    assert run_gate(params, version=v3, promote_on_pass=False).passed is False   # judged again on request
+    assert run_gate(params, version=v3, record=False).passed is False   # judged again on request
 
 
 def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, tmp_path, capsys, monkeypatch):
@@ -149,6 +151,34 @@ def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, 
     fake_version(params, 0.1)
     assert cli.main(["gate"]) == cli.FAILED
     assert cli.main(["rollback"]) == cli.ERROR   # nothing before the first champion
+
+
+def test_a_dry_run_writes_nothing_to_the_registry_so_the_next_gate_judges_and_promotes(registry, capsys, monkeypatch):
+    params = registry("dry-run")
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
+    monkeypatch.setattr("ticketsim.config.load_params", lambda path: params)
+    for figure in (0.7, 0.8):     # the first model, then a better one against that champion
+        version = fake_version(params, figure)
+        before = aliases(cfg, model)
+        assert cli.main(["gate", "--dry-run"]) == 0
+        assert "Dry run: nothing was written to the registry" in capsys.readouterr().out
+        assert aliases(cfg, model) == before and latest_version(cfg, model).tags == {}
+        assert cli.main(["gate"]) == 0 and f"promoted {model} v{version} to champion" in capsys.readouterr().out
+        assert aliases(cfg, model)[CHAMPION] == version and latest_version(cfg, model).tags[GATE_TAG] == "passed"
+
+
+def test_a_promotion_freezes_the_dev_pairs_with_the_champion_and_the_gate_refuses_them_altered(registry):
+    params = registry("frozen")
+    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
+    fake_version(params, 0.7)
+    first, dev = run_gate(params), gate_pairs(params)
+    assert first.promoted and f"Frozen with {model} v1 as its trusted pairs: {dev.describe()}" in first.markdown
+    fake_version(params, 0.8)
+    frozen = f"{dev.corpus.pairs.height} dev pairs of {dev.corpus.queries.height} queries from the dev pairs frozen with {model} v1"
+    assert frozen in run_gate(params, record=False).markdown
+    tag_version(cfg, model, "1", {TAG: "0" * 64})     # the file is no longer what was frozen
+    with pytest.raises(StepError, match=f"{model} v1: its trusted pairs .* are not the ones frozen at its promotion"):
+        run_gate(params)
 
 
 def test_champion_and_candidate_are_scored_on_the_candidates_dev_pairs_where_their_stored_figures_would_mislead(

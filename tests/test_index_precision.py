@@ -1,6 +1,7 @@
 """The index's vectors as float16 (issue 33): half the bytes per ticket, the same top 10 for the tiny bundles' end-user
 queries as float32 (on the 1,000-ticket synthetic set near-ties may swap: docs/performance.md), chosen by `index build
 --precision`; memory-mapped on load (the page's workers share the file's pages); an index of the FAISS format refused."""
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from search_bundle import make_bundle
 from ticketsim.bundle.loader import Scorer
 from ticketsim.errors import StepError
 from ticketsim.search.enduser import SPLIT
-from ticketsim.search.index import MANIFEST, VECTORS, TicketIndex, build_index, model_hash
+from ticketsim.search.index import VECTORS, TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 
@@ -26,10 +27,10 @@ def test_float16_vectors_keep_the_end_user_top_10_at_half_the_bytes(search_parts
         search_parts.corpus.split(SPLIT)["query_id"].unique().implode()))
     answers = {}
     for precision in ("float32", "float16"):
-        build_index(scorer, model_hash(bundle), search_parts.corpus.tickets, precision=precision).save(tmp_path / precision)
+        build_index(scorer, model_hash(bundle), search_parts.corpus.tickets, precision=precision, out=tmp_path / precision)
         index = TicketIndex.load(tmp_path / precision)
         assert isinstance(index.vectors.array, np.memmap) and index.vectors.precision == precision
-        size = (tmp_path / precision / VECTORS).stat().st_size
+        size = (index.generation / VECTORS).stat().st_size
         assert size - 128 == len(index) * index.vectors.d * np.dtype(precision).itemsize     # .npy: a 128-byte header
         answers[precision] = Searcher(query_encoder(bundle, scorer), index, bundle).search(queries, 10)
     assert queries.height == 10 and len(answers["float16"]) == 10
@@ -39,13 +40,15 @@ def test_float16_vectors_keep_the_end_user_top_10_at_half_the_bytes(search_parts
 
 
 @pytest.mark.slow
-def test_an_index_of_the_faiss_format_is_refused_with_the_fix(search_parts, tmp_path):
+def test_an_index_of_an_older_format_is_refused_with_the_fix(search_parts, tmp_path):
+    """One folder rewritten in place (its manifest at the top, no generations): the format before generations."""
     bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
-    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(tmp_path / "index")
-    manifest = (tmp_path / "index" / MANIFEST).read_text().replace(', "precision": "float32"', "")
-    (tmp_path / "index" / MANIFEST).write_text(manifest)
+    index = build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, out=tmp_path / "index")
+    old = shutil.copytree(index.generation, tmp_path / "old")
     with pytest.raises(StepError, match="an index of an older ticketsim .* rebuild it with `dvc repro index@<dataset>`"):
-        TicketIndex.load(tmp_path / "index")
+        TicketIndex.load(old)
+    with pytest.raises(StepError, match="not a search index"):
+        TicketIndex.load(tmp_path / "bundle")
 
 
 @pytest.mark.slow

@@ -1,6 +1,9 @@
 """`ticketsim pairs add`: append-only, all-or-nothing intake of new labelled pairs into a CSV-layout folder."""
 import difflib
+import fcntl
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,7 +48,8 @@ def batch(tmp_path: Path, text: str, name: str = "batch.csv") -> Path:
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    """Every file of the folder but the intake's lock, which the first intake leaves, whatever it did."""
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.name != intake.LOCK}
 
 
 def splits(path: Path) -> dict[tuple[str, str], str]:
@@ -142,6 +146,40 @@ def test_a_crash_while_writing_leaves_the_folder_as_it_was(tmp_path, monkeypatch
     assert snapshot(data) == before   # no temporary file left behind either
 
 
+def test_a_staged_file_a_killed_writer_left_is_removed_by_the_next_add(tmp_path):
+    data = folder(tmp_path)
+    (data / ".pairs.csv.x1y2.tmp").write_text("query_id,ticket_id,label\nQ1,T3,5\n")   # half of a killed add
+    (data / ".notes.tmp").write_text("not ours")
+    result = add_pairs(data, batch(tmp_path, "query_id,ticket_id,label\nQ2,T3,NO\n"), FRACTIONS, NOW)
+    assert result.ok and sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == [".notes.tmp", intake.LOCK]
+    assert ("Q1", "T3") not in splits(data) and ("Q2", "T3") in splits(data)
+
+
+def test_two_adds_at_once_wait_for_each_other_and_both_land_each_pair_once(tmp_path):
+    """Both start while the folder's lock is held, each says it waits, and both batches are in once it is let go: the
+    second's read sees the first one's rows (a pair and a new query in both batches are there once)."""
+    data = folder(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"seed": 1, "datasets": {"mine": {"source": "csv", "raw": str(data), "split": FRACTIONS}}}))
+    shared = ",pump dripping,drops under the pump,T1,YES\n"
+    batches = [batch(tmp_path, "query_id,subject,description,ticket_id,label\nQ2,,,T3,NO\n" + shared, "a.csv"),
+               batch(tmp_path, "query_id,subject,description,ticket_id,label\nQ1,,,T3,REL\n" + shared, "b.csv")]
+    with open(data / intake.LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        adds = [subprocess.Popen([sys.executable, "-m", "ticketsim.cli", "pairs", "add", str(b), "--dataset", "mine",
+                                  "--params", str(params)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for b in batches]
+        for add in adds:
+            assert add.stderr.readline() == f"{data}: another writer is adding pairs; waiting for it\n"
+    outcomes = [add.communicate(timeout=60) for add in adds]
+    assert [add.returncode for add in adds] == [0, 0], outcomes
+    hashed = text_query_id("pump dripping", "drops under the pump")
+    pairs = pl.read_csv(data / "pairs.csv", infer_schema=False).select("query_id", "ticket_id").rows()
+    assert sorted(pairs) == sorted([("Q1", "T1"), ("Q1", "T2"), ("Q2", "T2"), ("Q2", "T3"), ("Q1", "T3"), (hashed, "T1")])
+    assert pl.read_csv(data / "queries.csv", infer_schema=False)["query_id"].to_list().count(hashed) == 1
+    assert sum("already labelled" in out for out, _ in outcomes) == 1    # the shared pair: added by one, skipped by the other
+
+
 def test_cli_pairs_add_prints_and_exits_by_outcome(tmp_path, capsys):
     data = folder(tmp_path)
     params = tmp_path / "params.yaml"
@@ -156,6 +194,25 @@ def test_cli_pairs_add_prints_and_exits_by_outcome(tmp_path, capsys):
     assert cli.main(["pairs", "add", str(missing), "--dataset", "mine", "--params", str(params)]) == cli.BAD_INPUT
     err = capsys.readouterr().err
     assert f"{missing}: file not found" in err and "Traceback" not in err
+
+
+def test_cli_pairs_add_reads_a_batch_in_its_encoding_and_delimiter_and_keeps_the_folder_in_its_layout(tmp_path, capsys):
+    data = folder(tmp_path)
+    params = tmp_path / "params.yaml"
+    mine = {"source": "csv", "raw": str(data), "split": FRACTIONS}
+    params.write_text(yaml.safe_dump({"seed": 1, "datasets": {"mine": mine}}))
+    (tmp_path / "excel.csv").write_bytes("query_id;subject;description;ticket_id;label\n;Lüfter laut;brummt;T2;YES\n"
+                                         .encode("cp1252"))
+    command = ["pairs", "add", str(tmp_path / "excel.csv"), "--dataset", "mine", "--params", str(params)]
+    assert cli.main(command) == cli.BAD_INPUT
+    assert "excel.csv:2: not UTF-8 (byte 0xfc at offset 47); pass --encoding cp1252" in capsys.readouterr().err
+    assert cli.main([*command, "--encoding", "cp1252", "--delimiter", ";"]) == 0
+    assert read_corpus(data, FRACTIONS, IntakeReport()).queries["subject"].to_list()[-1] == "Lüfter laut"
+    assert (data / "queries.csv").read_text(encoding="utf-8").splitlines()[-1].startswith("q-")   # UTF-8, commas
+    params.write_text(yaml.safe_dump({"seed": 1, "datasets": {"mine": {**mine, "delimiter": ";"}}}))
+    before = snapshot(data)
+    assert cli.main([*command, "--encoding", "cp1252"]) == cli.ERROR
+    assert "datasets.mine sets its files' encoding or delimiter" in capsys.readouterr().err and snapshot(data) == before
 
 
 @pytest.mark.parametrize("which", ["file", "tickets", "queries"])

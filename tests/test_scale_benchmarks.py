@@ -50,8 +50,24 @@ def test_million_reports_every_stage_size_latency_and_add(search_parts, tmp_path
     out = run("million.py", "--bundle", str(bundle), "--tickets", "500", "--measure", "20", "--queries", "3", "--requests", "6",
               "--clients", "3", "--workers", "1", "--add", "30")
     rows = table(out)
-    assert {"table: tokens", "encoding: every channel, folded, topic activity", "BM25 and order", "write", "vectors.npy",
-            "tickets.parquet", "RSS after load (fresh process)"} <= rows.keys()
-    assert "extrapolated" in rows["table: tokens"][1] and rows["write"][1] == "measured at 500"
+    tiled = "tiled and written by the index's writer (append, doubling)"
+    assert {"table: tokens", "encoding: every channel, folded, topic activity", tiled, "vectors.npy", "tickets.arrow",
+            "RSS after load (fresh process)"} <= rows.keys()
+    assert "extrapolated" in rows["table: tokens"][1] and rows[tiled][1] == "measured at 500"
     assert "exact top 10, one query at a time" in out and "0 errors" in out
     assert "index add` of 30 tickets" in out and "exit 0: added 30 tickets" in out
+
+
+@pytest.mark.slow   # a tiny bundle, its index tiled fivefold by the index's writer, cold searches, index add as a new process
+def test_index_scale_compares_a_cold_search_of_an_index_and_of_it_tiled(search_parts, tmp_path):
+    from ticketsim.bundle.loader import Scorer
+    from ticketsim.search.index import build_index, model_hash
+
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, tmp_path / "index")
+    out = run("index_scale.py", "--model", str(bundle), "--index", str(tmp_path / "index"), "--tickets", "400", "--repeat", "1",
+              "--requests", "0", "--add", "5")
+    rows = table(out)
+    assert rows["small"][0] == "80" and rows["large"][0] == "400"     # tiled by the writer to the size asked
+    assert all(float(rows[side][1]) > 0 and float(rows[side][3]) > 0 for side in ("small", "large"))
+    assert "exit 0: added 5 tickets" in out and "405 in all" in out

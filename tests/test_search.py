@@ -13,7 +13,7 @@ from ticketsim.data.validate import DataError
 from ticketsim.model.metric import MetricConfig, distance
 from ticketsim.search import vectors as vectors_module
 from ticketsim.search.fold import blocks, fold
-from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash
+from ticketsim.search.index import IndexMismatch, TicketIndex, add_tickets, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.search.topk import exact_top_k
@@ -37,7 +37,8 @@ def searchers(parts, tmp_path_factory):     # a minute or more with channel S: i
         scorer = Scorer.load(bundle)
         _, matrix = scorer.score(parts.corpus)
         sentence = [sentence_channel(parts.corpus, scorer.sentence, False, scorer.sentence_encoder)[0]] if variant != "22" else []
-        index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, cached=sentence, precision="float32")
+        index = build_index(scorer, model_hash(bundle), parts.corpus.tickets, root / f"{variant}-index", cached=sentence,
+                            precision="float32")
         built[variant] = bundle, scorer, Searcher(query_encoder(bundle, scorer), index, bundle), matrix, sentence
     return built
 
@@ -106,17 +107,24 @@ def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_ev
 def test_added_tickets_are_searched_as_if_the_index_had_been_built_with_them(searchers, parts, tmp_path):
     bundle, scorer, whole, _, sentence = searchers["all"]
     tickets = parts.corpus.tickets
-    index = build_index(scorer, model_hash(bundle), tickets.head(60), cached=sentence, precision="float32")
-    index.save(tmp_path / "index")
-    grown = TicketIndex.load(tmp_path / "index")
-    assert grown.add(scorer, tickets.slice(60)) == tickets.height - 60
-    grown.save(tmp_path / "index")
+    build_index(scorer, model_hash(bundle), tickets.head(60), tmp_path / "index", cached=sentence, precision="float32")
+    added, index = add_tickets(tmp_path / "index", scorer, bundle, tickets.slice(60, 10))
+    added_too, index = add_tickets(tmp_path / "index", scorer, bundle, tickets.slice(70))
+    assert (added, added_too, len(index)) == (10, tickets.height - 70, tickets.height)
+    # BM25's postings after two additions are those of a rebuild: the same counts, word for word, ticket for ticket
+    rebuilt = whole.index
+    for name in ("indptr", "docs", "tf", "lengths"):
+        assert np.array_equal(getattr(index.postings, name), getattr(rebuilt.postings, name)), name
+    assert index.postings.vocabulary.strings() == rebuilt.postings.vocabulary.strings()
+    assert np.array_equal(index.cooccurrence, rebuilt.cooccurrence) and np.array_equal(index.order, rebuilt.order)
     grown = Searcher(query_encoder(bundle, scorer), TicketIndex.load(tmp_path / "index"), bundle)
     for a, b in zip(grown.search(parts.corpus.queries, 10), whole.search(parts.corpus.queries, 10)):
         assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits]       # BM25's statistics moved with the pool
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
+        assert [h.reasons for h in a.hits] == [h.reasons for h in b.hits]          # idf and coherence too
     with pytest.raises(DataError, match="'T00001' is already in the index"):
-        grown.add(tickets.head(1))
+        add_tickets(tmp_path / "index", scorer, bundle, tickets.head(1))
+    assert TicketIndex.load(tmp_path / "index").generation == index.generation     # refused: nothing written
 
 
 def queries(*texts: tuple[str, str]) -> pl.DataFrame:

@@ -10,6 +10,7 @@ from conftest import REPO
 from search_bundle import make_bundle
 
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
+from ticketsim.search.index import TicketIndex
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,9 @@ def test_bad_input_is_refused_with_a_message_and_its_exit_code(workspace, search
     assert "subject and description are both empty" in capsys.readouterr().err
     (tmp_path / "latin1.csv").write_bytes("subject,description\nPumpe überhitzt,\n".encode("latin-1"))
     assert main(["search", *where, "--queries", str(tmp_path / "latin1.csv")]) == BAD_INPUT
-    assert "latin1.csv:2: bytes that are not UTF-8" in capsys.readouterr().err
+    assert "latin1.csv:2: not UTF-8 (byte 0xfc at offset 26); pass --encoding cp1252" in capsys.readouterr().err
+    assert main(["search", *where, "--queries", str(tmp_path / "latin1.csv"), "--encoding", "latin-1", "--json"]) == OK
+    assert [answer["query_id"] for answer in json.loads(capsys.readouterr().out)] == ["2"]     # read as Latin-1
     assert main(["search", *where, "--subject", "xqzzv wrrbl", "-k", "500"]) == OK     # answered, with notes saying why
     out = capsys.readouterr().out
     assert "note: k = 500, but the knowledge base holds" in out and "note: no word of the query (xqzzv, wrrbl)" in out
@@ -79,16 +82,16 @@ def test_the_ray_engine_without_ray_is_one_line_naming_the_key_and_the_extra(wor
 
 def test_index_add_appends_tickets_and_refuses_known_ids(workspace, capsys):
     root, where = workspace
-    before = pl.read_parquet(root / "index" / "tickets.parquet").height
+    before = len(TicketIndex.load(root / "index"))
     assert main(["index", "add", str(root / "new.csv"), *where]) == OK
     assert "added 10 tickets" in capsys.readouterr().out
-    assert pl.read_parquet(root / "index" / "tickets.parquet").height == before + 10
+    assert len(TicketIndex.load(root / "index")) == before + 10
     new_id = pl.read_csv(root / "new.csv")["ticket_id"][0]
-    index_files = {path.name: path.read_bytes() for path in (root / "index").iterdir()}
+    index_files = {path.relative_to(root): path.read_bytes() for path in (root / "index").rglob("*") if path.is_file()}
     assert main(["index", "add", str(root / "new.csv"), *where]) == BAD_INPUT
     err = capsys.readouterr().err
     assert "10 problem(s)" in err and f"{root / 'new.csv'}:2: ticket_id {new_id!r} is already in the index" in err
-    assert {path.name: path.read_bytes() for path in (root / "index").iterdir()} == index_files     # nothing written
+    assert {path.relative_to(root): path.read_bytes() for path in (root / "index").rglob("*") if path.is_file()} == index_files
     assert main(["search", *where, "--subject", pl.read_csv(root / "new.csv")["subject"][0], "-k", "10", "--json"]) == OK
     assert new_id in [h["ticket_id"] for h in json.loads(capsys.readouterr().out)[0]["hits"]]
 

@@ -36,7 +36,7 @@ def models(search_parts, tmp_path_factory) -> SimpleNamespace:
     UNCALIBRATED.save(tickets_only / "calibrator.json")
     found = {}
     for name, bundle in (("calibrated", calibrated), ("tickets_only", tickets_only)):
-        build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets).save(root / f"{name}-index")
+        build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, out=root / f"{name}-index")
         found[name] = SimpleNamespace(bundle=bundle, index=root / f"{name}-index",
                                       searcher=Searcher.load(bundle, root / f"{name}-index"))
     return SimpleNamespace(**found, tickets=search_parts.corpus.tickets)
@@ -97,6 +97,33 @@ def test_a_judgment_redirects_to_the_page_so_a_reload_sends_nothing_again(models
     refused = page.post("/feedback", data={**QUERY, "ticket_id": ticket, "label": "MAYBE"})   # nothing written: its status
     assert refused.status_code == 400 and "unknown label 'MAYBE'" in html.unescape(refused.get_data(as_text=True))
     assert len(journal.read_text().splitlines()) == 1
+
+
+def test_a_notice_shows_only_as_the_servers_own_redirect_signed_it(models, tmp_path):
+    page = page_client(models.calibrated, tmp_path)
+    planted = "Your password expired: call +1 555 0100 and read it out"
+    for signed in ("", "0" * 64, "ü"):
+        shown = page.get("/", query_string={**QUERY, "notice": planted, "signed": signed})
+        assert shown.status_code == 200 and planted not in shown.get_data(as_text=True)
+        assert 'id="notice"' not in shown.get_data(as_text=True) and 'id="results"' in shown.get_data(as_text=True)
+    ticket = page.get("/api/search", query_string=QUERY).get_json()["hits"][0]["ticket_id"]
+    posted = page.post("/feedback", data={**QUERY, "ticket_id": ticket, "label": "YES"})
+    own = parse_qs(urlsplit(posted.headers["Location"]).query)
+    assert f'id="notice" role="status">recorded: YES for ticket {ticket}</p>' in page.get(posted.headers["Location"]).get_data(as_text=True)
+    forged = page.get("/", query_string={**QUERY, "notice": planted, "signed": own["signed"][0]})    # another text's signature
+    assert planted not in forged.get_data(as_text=True)
+    other_server = page_client(models.calibrated, tmp_path / "other")     # another key: the link of this one says nothing
+    assert 'id="notice"' not in other_server.get(posted.headers["Location"]).get_data(as_text=True)
+
+
+@pytest.mark.parametrize("k", ["²", "٣", "9" * 5000, "1e3", "-1"])
+def test_a_k_that_is_no_plain_number_is_refused_like_any_bad_k(models, tmp_path, k):
+    page = page_client(models.calibrated, tmp_path)
+    answer = page.get("/api/search", query_string={**QUERY, "k": k})
+    assert answer.status_code == 400 and answer.get_json()["problems"] == [
+        f"tickets: {k[:20]!r} is not a whole number from 1 to {ServeConfig().max_k}"]
+    shown = page.get("/", query_string={**QUERY, "k": k})
+    assert shown.status_code == 400 and "is not a whole number from 1 to" in shown.get_data(as_text=True)
 
 
 def test_ticketsim_search_prints_the_same_legend_and_a_score_column_only_with_a_calibration(models, capsys):

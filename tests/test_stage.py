@@ -6,6 +6,7 @@ import mlflow
 import pytest
 import yaml
 
+from ticketsim import cli
 from ticketsim.stage import Arg, Stage
 
 STAGE = Stage("demo", "Stage demo: what a stage script declares.\n\nMore words.", reads=("corpus", "char_blstm"),
@@ -40,6 +41,22 @@ def test_a_dataset_params_yaml_lacks_ends_the_stage_with_one_line_naming_it(work
     with pytest.raises(SystemExit) as stopped:
         STAGE.start(["other", *argv()[1:]])
     assert str(stopped.value).startswith("demo@other: params: datasets.other: no such dataset (have: tiny)")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("seed: 1\ndatasets:\n  tiny: {source: csv, raw: raw/tiny}\nserve:\n  port: 80: 81\n",
+     "broken.yaml:5: not valid YAML: mapping values are not allowed here (column 11); fix the params file there"),
+    ("- seed\n- datasets\n", "broken.yaml: the top level is a list, not a mapping of keys (seed, datasets, ...)"),
+    (None, "broken.yaml: no such params file"),
+])
+def test_a_params_file_that_is_no_mapping_of_yaml_ends_a_stage_and_the_cli_with_one_line(workspace, capsys, text, message):
+    if text is not None:
+        (workspace / "broken.yaml").write_text(text)
+    with pytest.raises(SystemExit) as stopped:
+        STAGE.start([*argv(), "--params", "broken.yaml"])
+    assert str(stopped.value) == f"demo@tiny: {message}"
+    assert cli.main(["validate", "tiny", "--params", "broken.yaml"]) == cli.ERROR
+    assert capsys.readouterr().err == f"ticketsim validate: {message}\n"
 
 
 def test_the_run_logs_params_raw_source_metrics_file_and_the_declared_outputs_that_exist(workspace):

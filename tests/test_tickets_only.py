@@ -18,6 +18,7 @@ from conftest import Job, clone
 from export_shapes import write_export
 from test_docs_commands import COMMANDS, RUN_HERE, shell, shown_commands
 
+from ticketsim import cli
 from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, SyntheticConfig, VariantConfig, load_params
 from ticketsim.data.manifest import MissingSource, manifest
 from ticketsim.data.sources import read_dataset
@@ -52,6 +53,18 @@ def test_a_tickets_only_folder_reads_its_tickets_and_no_query_or_pair(tmp_path):
     assert [p.name for p in map(Path, manifest(desk(raw, labels=False))["files"])] == ["tickets.csv"]
     corpus = read_dataset(desk(raw, labels=False), IntakeReport())
     assert (corpus.tickets.height, corpus.queries.height, corpus.pairs.height) == (12, 0, 0)
+
+
+def test_validate_refuses_a_tickets_file_of_a_header_alone_as_index_build_does(tmp_path, capsys):
+    raw = tmp_path / "desk"
+    raw.mkdir()
+    (raw / "tickets.csv").write_text("number,short_description,description,close_notes,work_notes\n")
+    line = f"{raw / 'tickets.csv'}:1: no ticket in the file (a header alone, or nothing)"
+    assert cli.main(["validate", "--csv", str(raw), "--columns", "servicenow", "--tickets-only"]) == cli.BAD_INPUT
+    assert capsys.readouterr() == ("", f"1 problem(s) in the input; nothing was written:\n  {line}\n")
+    assert cli.main(["index", "build", "--tickets", str(raw / "tickets.csv"), "--columns", "servicenow",
+                     "--model", str(tmp_path / "no-bundle"), "--index", str(tmp_path / "index")]) == cli.BAD_INPUT
+    assert line in capsys.readouterr().err and not (tmp_path / "index").exists()
 
 
 def test_labels_false_with_labelled_files_beside_the_tickets_is_refused_naming_them(tmp_path):

@@ -39,17 +39,18 @@ def validate_command(args: argparse.Namespace) -> int:
         print("--tickets-only checks a --csv folder; a dataset of params says so itself (labels: false)", file=sys.stderr)
         return ERROR
     report = IntakeReport()
+    given = {key: getattr(args, key) for key in ("columns", "encoding", "delimiter") if getattr(args, key)}
     try:
         if args.csv:
-            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv, columns=args.columns,
-                                       labels=not args.tickets_only), report)
-        elif args.columns:
+            read_dataset(DatasetConfig(name="csv", source="csv", raw=args.csv, labels=not args.tickets_only, **given),
+                         report, options=True)
+        elif given:     # instead of the dataset's own
             dataset = load_params(args.params).dataset(args.dataset)
             if dataset.source != "csv":
-                print(f"--columns reads `source: csv` exports; datasets.{args.dataset} has source {dataset.source!r}",
-                      file=sys.stderr)
+                print(f"{', '.join(f'--{key}' for key in given)}: for `source: csv` exports; datasets.{args.dataset} "
+                      f"has source {dataset.source!r}", file=sys.stderr)
                 return ERROR
-            read_dataset(dataclasses.replace(dataset, columns=args.columns), report)
+            read_dataset(dataclasses.replace(dataset, **given), report)
         else:
             load_corpus(load_params(args.params), args.dataset, report)
     except DataError as error:
@@ -83,9 +84,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
         gold = Path(args.gold).resolve().as_posix() if args.gold else None
         cfg = DatasetConfig(name=xml.stem, source="semeval2016", raw=str(xml.parent), test=xml.name, test_gold=gold)
     elif args.csv:
-        cfg = DatasetConfig(name="csv", source="csv", raw=args.csv)
+        cfg = DatasetConfig(name="csv", source="csv", raw=args.csv, encoding=args.encoding, delimiter=args.delimiter)
     try:
-        corpus = read_dataset(cfg, IntakeReport()) if args.semeval or args.csv else load_corpus(params, args.dataset, IntakeReport())
+        corpus = read_dataset(cfg, IntakeReport(), options=True) if args.semeval or args.csv else \
+            load_corpus(params, args.dataset, IntakeReport())
     except DataError as error:
         print(error, file=sys.stderr)
         return BAD_INPUT
@@ -125,12 +127,14 @@ def export_command(args: argparse.Namespace) -> int:
 
 def pairs_add_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
+    from ticketsim.data.csvsource import Dialect
     from ticketsim.data.intake import add_pairs
 
     cfg = csv_dataset(load_params(args.params), args.dataset)
     if cfg is None:
         return ERROR
-    result = add_pairs(cfg.raw, args.file, cfg.split, datetime.now(timezone.utc), tickets=args.tickets, queries=args.queries)
+    result = add_pairs(cfg.raw, args.file, cfg.split, datetime.now(timezone.utc), tickets=args.tickets, queries=args.queries,
+                       dialect=Dialect(args.encoding, args.delimiter))
     print(result.render(), file=sys.stdout if result.ok else sys.stderr)
     if result.written and not pointer_updated(cfg.raw):
         return ERROR
@@ -138,26 +142,62 @@ def pairs_add_command(args: argparse.Namespace) -> int:
 
 
 def feedback_export_command(args: argparse.Namespace) -> int:
+    """The journal's new judgments checked against the champion, judge by judge; those of unusual judges held for review."""
     from ticketsim.config import load_params
-    from ticketsim.data.feedback import export
+    from ticketsim.lifecycle.feedback_check import checked_export
 
     params = load_params(args.params)
     cfg = csv_dataset(params, args.dataset)
     if cfg is None:
         return ERROR
-    result = export(args.journal or params.serve.feedback, cfg.raw, cfg.split, datetime.now(timezone.utc))
-    print(result.render(), file=sys.stdout if result.intake.ok else sys.stderr)
-    if result.intake.written and not pointer_updated(cfg.raw):
+    result = checked_export(params, args.journal or params.serve.feedback, cfg.raw, cfg.split, datetime.now(timezone.utc))
+    print(result.render(), file=sys.stdout if result.export.intake.ok else sys.stderr)
+    return exported(result.export.intake, cfg.raw)
+
+
+def feedback_review_command(args: argparse.Namespace) -> int:
+    """The held batches of a journal, with why and their figures; or one of them accepted (exported) or rejected."""
+    from ticketsim.config import load_params
+    from ticketsim.data.review import accept, review_log
+
+    params = load_params(args.params)
+    journal, now = Path(args.journal or params.serve.feedback), datetime.now(timezone.utc)
+    if args.accept is None:
+        with review_log(journal) as log:
+            if args.reject is not None:
+                print(log.decide(args.reject, "rejected", now).render())
+                return 0
+            held = [batch.render() for batch in log.batches().values() if batch.status == "held"]
+        print("\n".join(held) if held else f"{journal}: no batch is held for review")
+        return 0
+    cfg = csv_dataset(params, args.dataset)
+    if cfg is None:
         return ERROR
-    return 0 if result.intake.ok else BAD_INPUT
+    result, batch = accept(journal, args.accept, Path(cfg.raw), cfg.split, now)
+    print(result.render(), file=sys.stdout if result.intake.ok else sys.stderr)
+    if batch:
+        print(batch.render())
+    return exported(result.intake, cfg.raw)
+
+
+def exported(intake, raw: str) -> int:
+    """The exit status of a feedback intake into `raw` (its DVC pointer kept in step when it wrote)."""
+    if intake.written and not pointer_updated(raw):
+        return ERROR
+    return 0 if intake.ok else BAD_INPUT
 
 
 def csv_dataset(params, name: str):
-    """The DatasetConfig labelled pairs are added to, or None (said why) when it is not a `csv` dataset."""
+    """The DatasetConfig labelled pairs are added to, or None (said why) when it is not a `csv` dataset in ticketsim's
+    layout: the intake rewrites the folder's files as UTF-8 with commas."""
     cfg = params.dataset(name)
     if cfg.source != "csv":
         print(f"datasets.{name} has source {cfg.source!r}; pairs are added to a `csv` dataset "
               "(for the embedded corpus: ticketsim export --out data/labeled --set-params)", file=sys.stderr)
+        return None
+    if cfg.encoding or cfg.delimiter:
+        print(f"datasets.{name} sets its files' encoding or delimiter; pairs are added to a folder in ticketsim's layout "
+              "(UTF-8, commas), which the intake rewrites: save the folder's files so and remove those keys", file=sys.stderr)
         return None
     return cfg
 
@@ -181,7 +221,7 @@ def gate_command(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     check_reachable(params.tracking)
-    outcome = run_gate(params, version=args.version, promote_on_pass=not args.dry_run)
+    outcome = run_gate(params, version=args.version, record=not args.dry_run)
     print(outcome.markdown)
     report_outcome(outcome, args)
     return 0 if outcome.passed else FAILED
@@ -208,8 +248,11 @@ def retrain_command(args: argparse.Namespace) -> int:
     from ticketsim.app.retrain_road import register_query_tower
     from ticketsim.config import load_params
     from ticketsim.lifecycle.retrain import retrain
+    from ticketsim.lifecycle.retrain_lock import retrain_lock
 
-    outcome = retrain(load_params(args.params), None if args.full else register_query_tower)
+    params = load_params(args.params)
+    with retrain_lock(args.wait):     # before the first write (dvc pull): one retrain at a time in a workspace
+        outcome = retrain(params, None if args.full else register_query_tower)
     print(outcome.markdown)
     report_outcome(outcome, args)
     return 0 if outcome.passed else FAILED
@@ -237,7 +280,7 @@ def search_command(args: argparse.Namespace) -> int:
     if args.queries:
         from ticketsim.data.csvsource import read_records  # the importers: only for a file of queries
 
-        queries = read_records(args.queries, "search")
+        queries = read_records(args.queries, "search", dialect=dialect(args))
     else:
         queries = pl.DataFrame({"query_id": ["1"], "subject": [args.subject or ""], "description": [args.description or ""]})
     searcher = Searcher.load(args.model, args.index)
@@ -257,25 +300,30 @@ def index_build_command(args: argparse.Namespace) -> int:
     from ticketsim.data.csvsource import read_records
     from ticketsim.search.index import build_index, model_hash
 
-    tickets = read_records(args.tickets, "tickets", args.columns)
-    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets, precision=args.precision,
-                        engine=workspace_params(args).encode.engine)
-    index.save(args.index)
-    print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index}")
+    tickets = read_records(args.tickets, "tickets", args.columns, dialect=dialect(args))
+    index = build_index(Scorer.load(args.model), model_hash(args.model), tickets, args.index, precision=args.precision,
+                        engine=workspace_params(args).encode.engine, force=args.force)
+    print(f"indexed {len(index)} tickets ({index.vectors.d} dimensions) in {args.index} ({index.generation.name})")
     return OK
 
 
 def index_add_command(args: argparse.Namespace) -> int:
+    from ticketsim.bundle.loader import Scorer
     from ticketsim.data.csvsource import read_records
-    from ticketsim.search.searcher import Searcher
+    from ticketsim.search.index import add_tickets
 
-    tickets = read_records(args.file, "tickets", args.columns, origins=True)   # a refusal names file:line
-    searcher = Searcher.load(args.model, args.index)
-    added = searcher.add(tickets, workspace_params(args).encode.engine)
-    searcher.index.save(args.index)
-    print(f"added {added} tickets to {args.index} ({len(searcher.index)} in all; BM25's statistics rebuilt). "
-          "`dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
+    tickets = read_records(args.file, "tickets", args.columns, origins=True, dialect=dialect(args))   # refused: file:line
+    added, index = add_tickets(args.index, Scorer.load(args.model), args.model, tickets, workspace_params(args).encode.engine)
+    print(f"added {added} tickets to {args.index} ({len(index)} in all, {index.generation.name}; a running server "
+          "follows). `dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
     return OK
+
+
+def dialect(args: argparse.Namespace):
+    """The csvsource.Dialect of the files the command line names (--encoding, --delimiter)."""
+    from ticketsim.data.csvsource import Dialect
+
+    return Dialect(args.encoding, args.delimiter)
 
 
 def workspace_params(args: argparse.Namespace) -> Params:
@@ -320,6 +368,16 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def checked(check):
+    """A check of ticketsim.config as an argparse type: its ValueError's message is what argparse prints."""
+    def parse(text: str):
+        try:
+            return check(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse
+
+
 def tune_command(args: argparse.Namespace) -> int:
     """The tune stage's work on the files `dvc repro` leaves: the channel caches there are, and for a dev objective the
     siamese stage's model of siamese.final when it has run (else the search trains one; cv_map trains its fold models)."""
@@ -353,6 +411,8 @@ def curve_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ticketsim.config import csv_delimiter, text_encoding  # light: PyYAML
+
     parser = argparse.ArgumentParser(prog="ticketsim", description=__doc__, epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -391,13 +451,15 @@ def main(argv: list[str] | None = None) -> int:
 
     gate = commands.add_parser("gate", help="judge the newest model version against the champion; promote it if it passes")
     gate.add_argument("--version", help="judge this version of the registered model instead (again, if it was judged)")
-    gate.add_argument("--dry-run", action="store_true", help="judge only: do not promote")
+    gate.add_argument("--dry-run", action="store_true", help="judge only: write nothing to the registry (no tag, no promotion)")
     rollback_parser = commands.add_parser("rollback", help="make the previous champion the champion again")
     rollback_parser.set_defaults(run=rollback_command)
     run = commands.add_parser("retrain", help="train the champion's query tower (or with --full: dvc pull, dvc repro), gate, "
                               "promote, dvc push; exit 1 if the gate fails")
     run.add_argument("--full", action="store_true", help="train both towers and rebuild the index (dvc repro of retrain.targets), "
                      "not the champion's query tower alone")
+    run.add_argument("--wait", type=positive, metavar="SECONDS",
+                     help="when another retrain runs in this folder, wait up to SECONDS for it (default: refuse at once)")
     for command, handler in ((gate, gate_command), (run, retrain_command)):
         command.add_argument("--summary", type=Path, help="append the gate's Markdown here ($GITHUB_STEP_SUMMARY)")
         command.add_argument("--outputs", type=Path, help="append run_id=, model_version=, gate= lines here ($GITHUB_OUTPUT)")
@@ -468,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     build_parser.add_argument("--tickets", required=True, help=".csv or .jsonl: ticket_id, subject, description, solution")
     build_parser.add_argument("--precision", choices=("float32", "float16"), default="float32",
                               help="of the stored vectors: float16 halves the index's bytes, near-ties may swap places")
+    build_parser.add_argument("--force", action="store_true", help="replace the index the folder already holds")
     build_parser.set_defaults(run=index_build_command)
     grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
     grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")
@@ -483,21 +546,34 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--params", help="the params file of serve.* (default: params.yaml when there is one)")
     serve.set_defaults(run=serve_command)
     feedback = commands.add_parser("feedback", help="judgments from the search page and the served model")
-    feedback_export = feedback.add_subparsers(dest="action", required=True).add_parser(
-        "export", help="hand the journal's new judgments to a csv dataset as labelled pairs (as `pairs add`); exit 65 if refused")
-    feedback_export.add_argument("--journal", help="default: serve.feedback (feedback/judgments.jsonl)")
-    feedback_export.add_argument("--dataset", default="default", help="a dataset of params.yaml with source: csv")
+    feedback_actions = feedback.add_subparsers(dest="action", required=True)
+    feedback_export = feedback_actions.add_parser(
+        "export", help="check the journal's new judgments against the champion and hand them to a csv dataset as labelled "
+        "pairs (as `pairs add`), those of an unusual judge held for review; exit 65 if refused")
     feedback_export.set_defaults(run=feedback_export_command)
+    review = feedback_actions.add_parser("review", help="list the batches of judgments held for review; accept or reject one")
+    decision = review.add_mutually_exclusive_group()
+    decision.add_argument("--accept", type=int, metavar="BATCH", help="hand this held batch to the dataset as export does")
+    decision.add_argument("--reject", type=int, metavar="BATCH", help="never hand this held batch to the dataset")
+    review.set_defaults(run=feedback_review_command)
+    for command in (feedback_export, review):
+        command.add_argument("--journal", help="default: serve.feedback (feedback/judgments.jsonl)")
+        command.add_argument("--dataset", default="default", help="a dataset of params.yaml with source: csv")
     for command in (search, build_parser, grow, serve):
         command.add_argument("--model", default="models/default/bundle", help="a bundle (default: models/default/bundle)")
         command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
-    for command in (validate, evaluate, export, add, feedback_export, gate, rollback_parser, run, tune):
+    for command in (validate, evaluate, export, add, feedback_export, review, gate, rollback_parser, run, tune):
         command.add_argument("--params", default="params.yaml")
     for command in (build_parser, grow):
         command.add_argument("--params", help="the params file of encode.engine (default: params.yaml when there is one)")
     for command in (validate, build_parser, grow):
         command.add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
                              "mapping .yaml (docs/helpdesk-data.md); validate: instead of the dataset's own")
+    for command in (validate, evaluate, add, search, build_parser, grow):
+        command.add_argument("--encoding", type=checked(text_encoding), help="of the CSV files read (cp1252, latin-1, ...; default "
+                             "UTF-8; JSONL is UTF-8); validate: instead of the dataset's own")
+        command.add_argument("--delimiter", type=checked(csv_delimiter), help="of the CSV files read (';', tab; default: a comma, or "
+                             "the ';' or tab a header is written with); validate: instead of the dataset's own")
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -71,6 +71,8 @@ class DatasetConfig:
     labels: bool = True        # false (csv): tickets only, no queries or pairs yet; the stages that need labels skip it
     final: str | None = None   # the variant tuned, trained and registered for this dataset; None: siamese.final (or,
                                # without labels, siamese.unlabelled). `ticketsim select` says which passes (docs/model.md)
+    encoding: str | None = None    # csv: of its CSV files (cp1252, latin-1, ...); None: UTF-8. JSONL is always UTF-8
+    delimiter: str | None = None   # csv: of its CSV files (";", "tab"); None: a comma, or the ; or tab a header is written with
 
     def path(self, name: str) -> Path:
         return Path(self.raw) / name
@@ -369,13 +371,29 @@ class GateRule:
 
 
 @dataclass(frozen=True)
+class ReviewConfig:
+    """When `ticketsim feedback export` holds a judge's new judgments for review instead of training on them
+    (ticketsim.lifecycle.feedback_check): they disagree with the champion's ranking, or with other labellers, at an
+    unusual rate. A rate holds a batch only once it rests on `min_judged` judgments (hit pairs compared, pairs shared)."""
+
+    top_k: int = bounded(3, low=1)                          # the champion's top hits: its first top_k tickets of a query
+    max_top_no: float = bounded(0.5, low=0, high=1)         # held above this share of NO among the top hits judged
+    min_concordance: float = bounded(0.6, low=0, high=1)    # held below this share of hit pairs ordered as the champion does
+    min_agreement: float = bounded(0.5, low=0, high=1)      # held below this share of shared pairs labelled as others did
+    min_judged: int = bounded(10, low=1)
+
+
+@dataclass(frozen=True)
 class GateConfig:
-    """The retraining gate: the final Siamese variant's results (keys as in them, e.g. 'dev.rerank.map') -> rule."""
+    """The retraining gate: the final Siamese variant's results (keys as in them, e.g. 'dev.rerank.map') -> rule, the
+    pairs it decides on (ticketsim.lifecycle.trusted) and the check of feedback before it trains."""
 
     metrics: dict[str, GateRule] = field(default_factory=lambda: {
         "dev.rerank.map": GateRule("max", 0.01), "dev.retrieve.map@10": GateRule("max", 0.01),
         "dev.similarity.mse": GateRule("min", 0.05), "dev.similarity.pearson": GateRule("max", 0.05)})
     baseline_rev: str = "main"      # without a registry champion: `dvc metrics diff <baseline_rev>` gives its metrics
+    trusted_pairs: str = ""         # pairs a maintainer marked trusted (the layout of `pairs add`); "": none
+    review: ReviewConfig = ReviewConfig()
 
 
 @dataclass(frozen=True)
@@ -509,18 +527,49 @@ class ComparatorsConfig:
 
 def load_tuned(path: str | Path) -> VariantConfig:
     """The tune stage's file: the final variant with its searched W, V and LSTM size."""
-    return build(VariantConfig, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
+    return build(VariantConfig, read_yaml(path, "tuned variant file") or {}, str(path))
 
 
 def load_columns(path: str | Path) -> ColumnMapping:
     """A column mapping file: the keys of ColumnMapping, as under `datasets.<name>.columns`."""
+    return build(ColumnMapping, read_yaml(path, "column mapping file") or {}, str(path))
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """A YAML file's content, or a ConfigError of one line: the file missing or unreadable, or file:line of the first
+    syntax error (what: the kind of file, for the message)."""
     try:
-        values = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what}") from None
     except OSError as error:
-        raise ConfigError(f"{path}: the column mapping file cannot be read ({error.strerror or error})") from None
+        raise ConfigError(f"{path}: the {what} cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 (byte 0x{error.object[error.start]:02x} at offset {error.start}); "
+                          "save it as UTF-8") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    return build(ColumnMapping, values or {}, str(path))
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        column = f" (column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{where}: not valid YAML: {problem}{column}; fix the {what} there") from None
+
+
+def text_encoding(name: str) -> str:
+    """An encoding Python decodes text with (cp1252, latin-1, utf-16, ...), or a ValueError (argparse names the option)."""
+    try:
+        b"a".decode(name, "ignore")    # LookupError: an unknown name, or a codec that is no text encoding (rot13)
+    except LookupError:
+        raise ValueError(f"{name!r}: not a text encoding Python knows (cp1252, latin-1, utf-16, ...)") from None
+    return name
+
+
+def csv_delimiter(text: str) -> str:
+    """One character that separates CSV fields ("tab" or \\t: a tab), or a ValueError (argparse names the option)."""
+    delimiter = "\t" if text in ("tab", "\\t") else text
+    if len(delimiter) != 1 or delimiter in "\"\r\n":
+        raise ValueError(f"{text!r}: a delimiter is one character other than a quote or a line break (\";\", tab)")
+    return delimiter
 
 
 @dataclass(frozen=True)
@@ -558,13 +607,25 @@ class Params:
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    raw = read_yaml(path, "params file") or {}
+    if not isinstance(raw, dict):
+        found = "a list" if isinstance(raw, list) else f"the one value {str(raw)[:40]!r}"
+        raise ConfigError(f"{path}: the top level is {found}, not a mapping of keys (seed, datasets, ...)")
     datasets = raw.pop("datasets", None) or {}
-    if not datasets:
-        raise ConfigError(f"{path}: datasets: at least one dataset is required")
+    if not isinstance(datasets, dict) or not datasets:
+        raise ConfigError(f"{path}: datasets: at least one dataset is required, as a mapping of name -> settings")
     built = {name: build(DatasetConfig, {"name": name, **with_default_files(spec or {})}, f"{path}: datasets.{name}")
              for name, spec in datasets.items()}
     for name, dataset in built.items():
+        for key, check in (("encoding", text_encoding), ("delimiter", csv_delimiter)):   # "tab" becomes a tab
+            if getattr(dataset, key) is None:
+                continue
+            if dataset.source != "csv":
+                raise ConfigError(f"{path}: datasets.{name}.{key}: reads `source: csv` exports, not {dataset.source!r}")
+            try:
+                built[name] = dataset = dataclasses.replace(dataset, **{key: check(getattr(dataset, key))})
+            except ValueError as error:
+                raise ConfigError(f"{path}: datasets.{name}.{key}: {error}") from None
         if dataset.columns is not None and dataset.source != "csv":
             raise ConfigError(f"{path}: datasets.{name}.columns: a column mapping reads `source: csv` exports, "
                               f"not {dataset.source!r}")

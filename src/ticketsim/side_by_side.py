@@ -1,26 +1,85 @@
-"""Independent trainings run side by side on worker processes: the Siamese rows of a dataset, the comparator models.
+"""Independent trainings run side by side on worker processes: the Siamese rows of a dataset, the comparator models,
+DocNADE's two fits, the tune stage's study workers.
 
 Each model trains on one torch thread (their matrices are small), so on a 2-core machine two of them at once take
 about half the wall time of one after the other; each job seeds itself, so its result does not depend on the worker
 it ran on or on what ran beside it. With one worker the jobs run in this process, in order (no pickling, plain
 tracebacks).
+
+Workers die with the process that spawned them, whatever stops it: each asks the kernel first thing for a SIGKILL when
+its parent dies (Linux's PR_SET_PDEATHSIG, which a SIGKILLed parent cannot skip), and a parent stopped by SIGTERM or
+Ctrl-C kills its workers itself before it exits. A stopped stage once left its two workers training, detached, for 20
+minutes beside the next stage.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from ticketsim.threads import torch_threads
 
 Job, Result = TypeVar("Job"), TypeVar("Result")
 
+SPAWN = multiprocessing.get_context("spawn")   # a fork would copy torch's and polars' thread pools, which hang after it
+PR_SET_PDEATHSIG = 1                           # <linux/prctl.h>
+
 _shared: Any = None     # a worker's copy of the data every job reads, set once when the worker starts
 
 
-def _start_worker(shared: Any, threads: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """What a worker runs first: the kernel SIGKILLs it when `parent` dies (on Linux; elsewhere the parent's `reaped`
+    alone ends it). A parent that died before the call left the worker to another process: it exits now."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)      # the shell's status for a process a signal ended
+
+
+@contextmanager
+def reaped() -> Iterator[None]:
+    """While the block runs, SIGTERM raises SystemExit (in the main thread, the one signals reach) as Ctrl-C raises
+    KeyboardInterrupt; when either, or the close of a generator, ends the block, this process's workers are killed
+    before it unwinds further. Start the workers in the thread that runs the block: the kernel's parent of a worker is
+    the thread that started it."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main else None
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        for process in multiprocessing.active_children():
+            process.kill()
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _bound(parent: int, target: Callable[..., None], args: tuple) -> None:
+    die_with_parent(parent)
+    target(*args)
+
+
+def spawn(target: Callable[..., None], *args: Any) -> BaseProcess:
+    """A spawned process (not started) that runs target(*args) and dies with this one; start and join it in `reaped`."""
+    return SPAWN.Process(target=_bound, args=(os.getpid(), target, args))
+
+
+def _start_worker(parent: int, shared: Any, threads: int) -> None:
     global _shared
+    die_with_parent(parent)
     import torch
 
     torch.set_num_threads(threads)
@@ -43,13 +102,14 @@ def side_by_side(work: Callable[[Any, Job], Result], shared: Any, jobs: Sequence
                 result = work(shared, job)
             yield job, result
         return
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(shared, threads))
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=SPAWN, initializer=_start_worker,
+                               initargs=(os.getpid(), shared, threads))
     try:
-        running = {pool.submit(_run, work, job): job for job in jobs}
-        while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield running.pop(future), future.result()
+        with reaped():
+            running = {pool.submit(_run, work, job): job for job in jobs}
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield running.pop(future), future.result()
     finally:
         pool.shutdown(cancel_futures=True)

@@ -4,7 +4,8 @@
   similarity (calibrated 1-5 where the model has a calibration, and the raw g), description (collapsed), solution and
   the reasons each was found, and per hit the buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post
   to `/feedback`; a judgment taken is answered by a redirect to the page (POST-redirect-GET: a reload sends nothing
-  again), a refused one on the page with its status;
+  again) with what became of it as a notice the server signed (a link's own notice is not shown), a refused one on the
+  page with its status;
 - `GET /api/search?subject=&description=&k=`: the same answer as JSON; `POST /api/feedback` (JSON: subject, description,
   ticket_id, label): one judgment, answered once it is on disk (ticketsim.data.feedback);
 - `GET /health`: ok.
@@ -14,6 +15,7 @@ Every text is escaped on the page (Jinja autoescape): a ticket is data, never ma
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from urllib.parse import urlencode, urlsplit
 
@@ -24,6 +26,7 @@ from ticketsim.app.access import Access, is_loopback
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError
+from ticketsim.errors import StepError
 from ticketsim.search.searcher import Answer, Searcher
 
 COOKIE = "ticketsim_token"
@@ -100,6 +103,14 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     template = app.jinja_env.from_string(PAGE)     # once: compiling it took longer than a small search (render_template_string)
 
+    @app.before_request
+    def follow_index() -> None:
+        """Between requests, not within one: tickets `ticketsim index add` wrote are found and can be judged at once."""
+        try:
+            searcher.follow()
+        except StepError as refused:    # e.g. rebuilt with another bundle's weights: keep answering from the one loaded
+            app.logger.warning("%s", refused)
+
     def query_of(values) -> tuple[str, str, str]:
         """subject, description and k as typed (a browser sends a textarea's line breaks as CRLF)."""
         text = [values.get(name, "").replace("\r\n", "\n") for name in ("subject", "description")]
@@ -111,12 +122,13 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
 
     def search(subject: str, description: str, k: str) -> Answer:
         """The answer of one query, or a DataError for bad input (k not a number or out of bounds, the text too long)."""
-        problems = too_long(subject, description)
-        if not k.strip().isdigit() or not 1 <= int(k) <= settings.max_k:
+        problems, digits = too_long(subject, description), k.strip()
+        # ASCII digits only ("²" is a digit to isdigit, not to int), and few of them (int() refuses 4,300 and more)
+        if not re.fullmatch(r"[0-9]{1,9}", digits) or not 1 <= int(digits) <= settings.max_k:
             problems.append(f"tickets: {k[:20]!r} is not a whole number from 1 to {settings.max_k}")
         if problems:
             raise DataError(problems)
-        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(k))[0]
+        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(digits))[0]
 
     def page(subject: str, description: str, k: str, notice: str | None = None, error: str | None = None,
              judged: tuple[str, str] | None = None, status: int = 200):
@@ -157,7 +169,9 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
     @app.get("/")
     def search_page():
         judged = (request.args["judged"], request.args.get("label", "")) if "judged" in request.args else None
-        return page(*query_of(request.args), notice=request.args.get("notice") or None, judged=judged)
+        notice = request.args.get("notice", "")     # shown only as this server's own redirect wrote it: signed
+        return page(*query_of(request.args), notice=notice if access.signs(notice, request.args.get("signed", "")) else None,
+                    judged=judged)
 
     @app.post("/feedback")
     def feedback_form():
@@ -168,7 +182,8 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
             return page(*query_of(request.form), error="; ".join(outcome.get("problems", [])), status=status)
         # Taken (recorded, repeated, kept apart): the page again by GET, so reloading it sends nothing a second time.
         subject, description, k = query_of(request.form)
-        shown = {"subject": subject, "description": description, "k": k, "notice": outcome["message"]}
+        shown = {"subject": subject, "description": description, "k": k, "notice": outcome["message"],
+                 "signed": access.signature(outcome["message"])}
         if status == 200:   # the button the agent chose is marked; a conflict marks none (the first label stands)
             shown |= {"judged": request.form.get("ticket_id", ""), "label": request.form.get("label", "")}
         return redirect("/?" + urlencode(shown), code=303)

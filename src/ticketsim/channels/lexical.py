@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 
 from ticketsim.channels.cache import component_tokens
 from ticketsim.text.tokenize import Tokens
+
+if TYPE_CHECKING:   # bm25s imports scipy.sparse (0.2 s): a search reads the index's own postings (search/postings.py)
+    import bm25s
 
 QUERY_LEVEL, TICKET_LEVEL = "sub+desc", "sub+desc+sol"
 
@@ -52,6 +55,8 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, ticket_ids: tuple[str, ...], documents: list[list[str]], k1: float = 1.5, b: float = 0.75) -> LexicalIndex:
+        import bm25s
+
         retriever = bm25s.BM25(k1=k1, b=b)
         retriever.index(documents, show_progress=False)
         return cls(ticket_ids, retriever, idf(documents))

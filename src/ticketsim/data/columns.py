@@ -35,8 +35,10 @@ TABLE_NAMES = tuple(FIELDS)
 TEXT_FIELDS = {"tickets": TICKET_FIELDS, "queries": QUERY_FIELDS, "pairs": ()}
 JOIN = "\n\n"
 
-# Jira's CSV export writes each comment as "24/Nov/26 5:04 AM;<author account id>;<the comment>".
-JIRA_COMMENT_HEAD = r"^\d{1,2}/\w{3}/\d{2,4} \d{1,2}:\d{2} (?:[AP]M)?;[^;]*;"
+# Jira's CSV export writes each comment as "DATE TIME;AUTHOR;TEXT": "24/Nov/26 5:04 AM;<account id>;", "03/Nov/26 14:31;",
+# "2026-10-11 09:12;j.doe;" (the date format is the instance's; the author may be missing). An author holds no blank, so
+# the first sentence of a comment without one is not taken for it.
+JIRA_COMMENT_HEAD = r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\w{3}/\d{2,4}) \d{1,2}:\d{2}(?::\d{2})? ?(?:[AP]M)?;(?:[^;\s]*;)?"
 # ServiceNow's journal fields (work_notes) head each entry with "2026-01-05 10:22:13 - Jane Agent (Work notes)".
 SERVICENOW_JOURNAL_HEAD = r"(?m)^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} - .*\((?:Work notes|Additional comments)\)[ \t]*$"
 # ... and an entry written as HTML is wrapped in [code]...[/code]: the markers go, the HTML inside is reduced (html: auto).

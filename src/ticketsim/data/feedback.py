@@ -13,6 +13,10 @@ appended since its last look, writes its line with one write() and fsyncs before
 answered survives a killed server. A line cut short by a crash was never answered: it is dropped before the next append.
 A line that is no judgment (an edit by hand gone wrong) is skipped, and every answer of this process names it until it is
 fixed or removed: `ticketsim feedback export` refuses the journal while it is there.
+
+Exporting: `pending` gives the judgments not handed over yet with their judge and the labels others gave the same pairs
+(what ticketsim.lifecycle.feedback_check checks); `export` hands over those its `take` accepts (ticketsim.data.review's
+passed and accepted batches), the rest held back.
 """
 from __future__ import annotations
 
@@ -20,18 +24,19 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import polars as pl
 
 from ticketsim.data.csvsource import read_table, table_file
 from ticketsim.data.intake import IntakeResult, add_batch, read_batch, text_query_id
-from ticketsim.data.tables import LABELS, TICKET_FIELDS
+from ticketsim.data.locks import fsync
+from ticketsim.data.tables import LABELS, QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, parse_label, validate
 
 LABEL_NAMES = {value: name for name, value in LABELS.items()}     # 5 -> YES: the journal says what the person clicked
@@ -168,18 +173,10 @@ def locked(path: Path) -> Iterator[int]:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)
         if new:     # the file's directory entry must survive a crash too
-            sync_folder(path.parent)
+            fsync(path.parent)
         yield handle
     finally:
         os.close(handle)    # closing releases the flock
-
-
-def sync_folder(folder: Path) -> None:
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 def drop_torn_line(journal: int) -> int:
@@ -212,12 +209,13 @@ def append(path: Path, record: dict) -> int:
 
 @dataclass(frozen=True)
 class Export:
-    """What `ticketsim feedback export` did: the intake of the new judgments, those the folder has already, and those
-    it left out because the folder labels the pair otherwise."""
+    """What `ticketsim feedback export` did: the intake of the new judgments, those the folder has already, those it
+    left out because the folder labels the pair otherwise, and those it held back (`take` said no: held for review)."""
 
     intake: IntakeResult
     present: int
     contradicting: tuple[str, ...]
+    held_back: int = 0
 
     def render(self) -> str:
         lines = [self.intake.render(), f"already in the folder: {self.present} judgment(s)"]
@@ -225,34 +223,98 @@ class Export:
             lines.append(f"left out {len(self.contradicting)} judgment(s) that contradict the folder's labels "
                          "(change the folder's label, or leave the pair as labelled):")
             lines += [f"  {problem}" for problem in self.contradicting]
+        if self.held_back:
+            lines.append(f"held back {self.held_back} judgment(s): held or rejected in review, or not checked yet "
+                         "(`ticketsim feedback review`)")
         return "\n".join(lines)
 
 
-def export(journal: str | Path, folder: str | Path, fractions: dict[str, float], now: datetime) -> Export:
+class Known(NamedTuple):
+    """A pair the folder labels: its label, where (file:line), and the file it was added from (None: there from the start)."""
+
+    label: int | None
+    origin: str
+    source: str | None
+
+
+Key = tuple[str, str]   # (query_id, ticket_id)
+
+
+def export(journal: str | Path, folder: str | Path, fractions: dict[str, float], now: datetime,
+           take: Callable[[Key], bool] | None = None) -> Export:
     """Hand the journal's judgments to a csv dataset's folder through the intake of `ticketsim pairs add`.
 
     Judgments the folder already holds with the same label are passed over, those it labels otherwise are left out and
-    listed, the rest goes in as one batch (all or nothing, each problem as journal:line). Run it again at any time: it
-    adds only what is new."""
+    listed, those `take` refuses are held back, the rest goes in as one batch (all or nothing, each problem as
+    journal:line). Run it again at any time: it adds only what is new."""
     journal, folder = Path(journal), Path(folder)
-    if not journal.is_file():
-        raise DataError([f"{journal}: no feedback journal here (`ticketsim serve` writes it: params serve.feedback)"])
-    with locked(journal) as handle:     # no half-written line while it is read
-        drop_torn_line(handle)
-        batch = read_batch(journal, None, None, now.isoformat(timespec="seconds"))
-    folder_pairs = read_table(table_file(folder, "pairs"), "pairs")
-    labelled = {(str(q or "").strip(), str(t or "").strip()): (parse_label(label), origin)
-                for q, t, label, origin in folder_pairs.select("query_id", "ticket_id", "label", ORIGIN).iter_rows()}
-    keep, present, contradicting = [], 0, []
+    batch, _ = read_journal(journal, now)
+    labelled = folder_labels(folder)
+    keep, present, contradicting, held_back = [], 0, [], 0
     for query_id, ticket_id, label, origin in batch["pairs"].select("query_id", "ticket_id", "label", ORIGIN).iter_rows():
-        known = labelled.get((query_id, ticket_id.strip()))
-        if known is not None and known[0] == parse_label(label):
+        key = (query_id, ticket_id.strip())
+        known = labelled.get(key)
+        if known is not None and known.label == parse_label(label):
             present += 1
         elif known is not None:
-            contradicting.append(f"{origin}: pair ({query_id}, {ticket_id}): label {label} contradicts label {known[0]} at {known[1]}")
-        keep.append(known is None)
+            contradicting.append(f"{origin}: pair ({query_id}, {ticket_id}): label {label} contradicts label {known.label} "
+                                 f"at {known.origin}")
+        elif take is not None and not take(key):
+            held_back += 1
+        keep.append(known is None and (take is None or take(key)))
     pairs = batch["pairs"].filter(pl.Series(keep, dtype=pl.Boolean))
     queries = batch["queries"].filter(pl.col("query_id").is_in(pairs["query_id"].implode()))
     intake = add_batch(folder, journal, {**batch, "pairs": pairs, "queries": queries}, fractions) if pairs.height else \
         IntakeResult(journal, {})
-    return Export(intake, present, tuple(contradicting))
+    return Export(intake, present, tuple(contradicting), held_back)
+
+
+def pending(journal: str | Path, folder: str | Path, now: datetime) -> pl.DataFrame:
+    """The journal's judgments it has not handed to the folder yet, one row each: query_id, subject, description,
+    ticket_id, label (5/3/1), judge (where the click came from: the line's `via`) and others, the labels the pair got
+    elsewhere (the folder's from other files, and the contradicting judgments kept apart in conflicts.jsonl)."""
+    journal = Path(journal)
+    batch, judges = read_journal(journal, now)
+    labelled = folder_labels(folder)
+    apart: dict[Key, list[int]] = {}
+    conflicts = journal.with_name(CONFLICTS)
+    for line in conflicts.read_bytes().split(b"\n") if conflicts.is_file() else []:
+        record = judgment_line(line)
+        if isinstance(record, dict) and parse_label(record["label"]) is not None:
+            apart.setdefault((record["query_id"], record["ticket_id"].strip()), []).append(parse_label(record["label"]))
+    rows = []
+    for query_id, ticket_id, label, origin in batch["pairs"].select("query_id", "ticket_id", "label", ORIGIN).iter_rows():
+        key = (query_id, ticket_id.strip())
+        known = labelled.get(key)
+        if known is not None and known.source == journal.name:     # handed over before
+            continue
+        rows.append({"query_id": query_id, "ticket_id": key[1], "label": parse_label(label), "judge": judges.get(origin) or "unknown",
+                     "others": ([known.label] if known and known.label else []) + apart.get(key, [])})
+    frame = pl.DataFrame(rows, schema={"query_id": pl.String, "ticket_id": pl.String, "label": pl.Int8, "judge": pl.String,
+                                       "others": pl.List(pl.Int8)})
+    texts = batch["queries"].select("query_id", *QUERY_FIELDS).unique("query_id", keep="first")
+    return frame.join(texts, on="query_id", how="left").select("query_id", *QUERY_FIELDS, "ticket_id", "label", "judge", "others")
+
+
+def read_journal(journal: Path, now: datetime) -> tuple[dict[str, pl.DataFrame], dict[str, str]]:
+    """The journal as a batch of `ticketsim pairs add`, read under its lock (no half-written line), and the judge (`via`)
+    of each of its lines by origin (journal:line)."""
+    require(journal)
+    with locked(journal) as handle:
+        drop_torn_line(handle)
+        batch = read_batch(journal, None, None, now.isoformat(timespec="seconds"))
+        lines = read_table(journal, "new_pairs")
+    judges = dict(zip(lines[ORIGIN], lines["via"])) if "via" in lines.columns else {}
+    return batch, judges
+
+
+def require(journal: Path) -> None:
+    if not journal.is_file():
+        raise DataError([f"{journal}: no feedback journal here (`ticketsim serve` writes it: params serve.feedback)"])
+
+
+def folder_labels(folder: str | Path) -> dict[Key, Known]:
+    pairs = read_table(table_file(Path(folder), "pairs"), "pairs")
+    sources = pairs["source_file"] if "source_file" in pairs.columns else [None] * pairs.height
+    return {(str(q or "").strip(), str(t or "").strip()): Known(parse_label(label), origin, source)
+            for (q, t, label, origin), source in zip(pairs.select("query_id", "ticket_id", "label", ORIGIN).iter_rows(), sources)}

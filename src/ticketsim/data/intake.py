@@ -11,6 +11,10 @@ over "subject\\ndescription" (each stripped), so the same text in a later batch 
 
 Splits: a new pair takes the split of its query's existing pairs, else stable_split(query_id): by query, so a
 query's pairs never straddle train and dev, and a pair never moves when data is added.
+
+One writer at a time: every intake (`pairs add`, `feedback export`, `feedback review --accept`) holds an flock on the
+folder's hidden LOCK file from its first read to its last rename, so two at once both land; without it the second
+rename would drop the first one's rows. The holder first removes the staged files a killed writer left.
 """
 from __future__ import annotations
 
@@ -25,12 +29,15 @@ from pathlib import Path
 
 import polars as pl
 
-from ticketsim.data.csvsource import TABLES, read_table, table_file, table_text
+from ticketsim.data.csvsource import TABLES, Dialect, read_table, table_file, table_text
+from ticketsim.data.locks import take
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS, stable_split
 from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, parse_label, validate
+from ticketsim.errors import StepError
 
 ID_COLUMN = {"tickets": "ticket_id", "queries": "query_id"}
 TEXT_FIELDS = {"tickets": TICKET_FIELDS, "queries": QUERY_FIELDS}
+LOCK = ".ticketsim.lock"    # hidden and in .dvcignore: no reader takes it for a table, `dvc add` leaves it out
 
 
 @dataclass(frozen=True)
@@ -64,22 +71,40 @@ def text_query_id(subject: str, description: str) -> str:
 
 
 def add_pairs(folder: str | Path, file: str | Path, fractions: dict[str, float], now: datetime,
-              tickets: str | Path | None = None, queries: str | Path | None = None) -> IntakeResult:
-    """Append the pairs of `file` (plus new tickets/queries from the optional files) to `folder`, or refuse them all."""
+              tickets: str | Path | None = None, queries: str | Path | None = None, dialect: Dialect = Dialect()) -> IntakeResult:
+    """Append the pairs of `file` (plus new tickets/queries from the optional files, all three written in `dialect`) to
+    `folder`, or refuse them all."""
     file = Path(file)
     try:
         batch = read_batch(file, Path(tickets) if tickets else None, Path(queries) if queries else None,
-                           now.isoformat(timespec="seconds"))
+                           now.isoformat(timespec="seconds"), dialect)
     except DataError as error:
         return IntakeResult(file, {}, refused=tuple(error.problems))
     return add_batch(folder, file, batch, fractions)
 
 
 def add_batch(folder: str | Path, file: Path, batch: dict[str, pl.DataFrame], fractions: dict[str, float]) -> IntakeResult:
-    """Append a batch as read_batch returns it (raw tables with origins and provenance) to `folder`, or refuse it all."""
+    """Append a batch as read_batch returns it (raw tables with origins and provenance) to `folder`, or refuse it all;
+    under the folder's lock (another writer holding it is waited for)."""
     folder = Path(folder)
     try:
-        paths = {table: table_file(folder, table) for table in TABLES}
+        paths = {table: table_file(folder, table) for table in TABLES}    # a dataset's folder before a lock file in it
+        lock = open(folder / LOCK, "a")
+    except DataError as error:
+        return IntakeResult(file, {}, refused=tuple(error.problems))
+    except OSError as error:
+        raise StepError(f"{folder}: cannot add pairs there ({error.strerror}); make the folder writable") from None
+    with lock:
+        take(lock, f"{folder}: another writer is adding pairs; waiting for it")
+        for leftover in (path for table in TABLES for path in folder.glob(f".{table}.*.tmp")):
+            leftover.unlink(missing_ok=True)    # staged by a writer killed before its rename (replace_all)
+        return appended(folder, file, batch, fractions, paths)
+
+
+def appended(folder: Path, file: Path, batch: dict[str, pl.DataFrame], fractions: dict[str, float],
+             paths: dict[str, Path]) -> IntakeResult:
+    """add_batch's read, checks and write, the folder's lock held."""
+    try:
         existing = {table: read_table(path, table) for table, path in paths.items()}
         # The folder must pass on its own first: its resolved splits are what new pairs of its queries inherit.
         resolved = validate(*existing.values(), fractions, IntakeReport()).pairs
@@ -108,16 +133,18 @@ def add_batch(folder: str | Path, file: Path, batch: dict[str, pl.DataFrame], fr
     return IntakeResult(file, {k: n for k, n in added.items() if n}, tuple(skipped), written=tuple(changed))
 
 
-def read_batch(file: Path, tickets: Path | None, queries: Path | None, stamp: str) -> dict[str, pl.DataFrame]:
+def read_batch(file: Path, tickets: Path | None, queries: Path | None, stamp: str,
+               dialect: Dialect = Dialect()) -> dict[str, pl.DataFrame]:
     """The batch as raw tables (strings with origins and provenance); queries given by text get their ids here."""
-    rows = read_table(file, "new_pairs").with_columns(pl.col(c).fill_null("").str.strip_chars() for c in ("query_id", *QUERY_FIELDS))
+    rows = read_table(file, "new_pairs", dialect=dialect).with_columns(
+        pl.col(c).fill_null("").str.strip_chars() for c in ("query_id", *QUERY_FIELDS))
     rows = rows.with_columns(query_id=pl.struct("query_id", *QUERY_FIELDS).map_elements(query_id_of, return_dtype=pl.String))
     # A row with query text brings its query along; many rows about one query bring it once.
     inline = (rows.filter((pl.col("subject") != "") | (pl.col("description") != ""))
               .select("query_id", *QUERY_FIELDS, ORIGIN).unique(["query_id", *QUERY_FIELDS], keep="first", maintain_order=True))
-    new_queries = [stamped(read_table(queries, "queries"), queries, stamp)] if queries else []
+    new_queries = [stamped(read_table(queries, "queries", dialect=dialect), queries, stamp)] if queries else []
     return {
-        "tickets": stamped(read_table(tickets, "tickets"), tickets, stamp) if tickets else pl.DataFrame(),
+        "tickets": stamped(read_table(tickets, "tickets", dialect=dialect), tickets, stamp) if tickets else pl.DataFrame(),
         "queries": pl.concat([*new_queries, stamped(inline, file, stamp)], how="diagonal_relaxed"),
         "pairs": stamped(rows.select("query_id", "ticket_id", "label", ORIGIN), file, stamp)
         .with_columns(label=pl.col("label").map_elements(normal_label, return_dtype=pl.String)),

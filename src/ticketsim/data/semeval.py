@@ -23,7 +23,7 @@ from lxml import etree
 
 from ticketsim.config import DatasetConfig
 from ticketsim.data.tables import Corpus
-from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_bytes, read_utf8, shorten, validate
+from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_bytes, read_text, shorten, validate
 
 RELEVANCE = {"PerfectMatch": "YES", "Relevant": "REL", "Irrelevant": "NO"}
 # A .relevancy gold file only says true/false: PerfectMatch and Relevant are no longer told apart.
@@ -137,7 +137,7 @@ def read_gold(path: Path) -> Gold:
     if not path.is_file():
         raise DataError([f"{path}: gold file not found"])
     labels, problems = {}, []
-    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         fields, origin = line.split(), f"{path}:{number}"
         if not fields:
             continue

@@ -12,12 +12,15 @@ from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import ORIGIN, IntakeReport, validate
 
 
-def read_dataset(cfg: DatasetConfig, report: IntakeReport) -> Corpus:
-    """A dataset's files: SemEval XML, or the CSV/JSONL layout (a user's export, read through its column mapping)."""
+def read_dataset(cfg: DatasetConfig, report: IntakeReport, options: bool = False) -> Corpus:
+    """A dataset's files: SemEval XML, or the CSV/JSONL layout (a user's export, read through its column mapping, in
+    its encoding and delimiter). `options`: the command line gave the folder, so messages name its options (--columns,
+    --encoding), not the params keys."""
     if cfg.source == "semeval2016":
         return semeval.read_corpus(cfg, report)
-    return csvsource.read_corpus(cfg.raw, cfg.split, report, resolve(cfg.columns, f"datasets.{cfg.name}.columns"),
-                                 csv_tables(cfg))
+    named = (lambda key: f"--{key}") if options else (lambda key: f"datasets.{cfg.name}.{key}")
+    return csvsource.read_corpus(cfg.raw, cfg.split, report, resolve(cfg.columns, named("columns")), csv_tables(cfg),
+                                 csvsource.Dialect(cfg.encoding, cfg.delimiter, named("encoding")))
 
 
 def load_corpus(params: Params, name: str, report: IntakeReport) -> Corpus:

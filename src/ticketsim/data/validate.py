@@ -2,7 +2,8 @@
 
 Raw tables carry an `origin` column ("file:line") per record, so each problem names the file, the record
 and what is wrong. All problems are collected and raised together; anything deliberately skipped
-(identical duplicate pairs) or tolerated (one empty text component) is counted in the IntakeReport.
+(identical duplicate pairs), tolerated (one empty text component) or removed (control characters) is counted in the
+IntakeReport.
 
 Bad input is always a DataError, never another exception: each problem starts with 'file:line: ' (line 1 for a
 header), or 'file: ' when the file cannot be read at all. Read through a column mapping (ticketsim.data.columns), a
@@ -36,6 +37,9 @@ MAX_RANK = 2**31 - 1    # source_rank is stored as Int32
 # 50 MB would cost every stage time and memory in proportion (tokens, passages, BM25 postings, the index's texts) for
 # words no channel weighs (the LSTM reads 100 tokens of a component, the encoder its first passage). Cut fields are counted.
 MAX_TEXT_CHARS = 1_000_000
+# Control characters a page or a terminal would act on or choke on (NUL, ESC, C1's CSI): removed from every field and
+# counted. Tab and line breaks are text.
+CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 
 
 class DataError(ValueError):
@@ -87,15 +91,16 @@ def read_bytes(path: Path) -> bytes:
         raise DataError([f"{path}: cannot be read ({error.strerror or error})"]) from None
 
 
-def read_utf8(path: Path) -> str:
-    """The text of a file, or a DataError naming the line of the first bytes that are not UTF-8."""
+def read_text(path: Path, encoding: str | None = None, fix: str = "re-export the file as UTF-8") -> str:
+    """The text of a file in `encoding` (None: UTF-8; a byte order mark allowed), or a DataError naming the line and
+    byte of the first bytes that are not, and `fix`: what to do about it."""
     data = read_bytes(path)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding or "utf-8").removeprefix("\ufeff")     # a BOM of UTF-8, given as utf-8 or not
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise DataError([f"{path}:{line}: bytes that are not UTF-8 ({data[error.start:error.end]!r} at byte {error.start});"
-                         " re-export the file as UTF-8"]) from None
+        line = data[: error.start].decode(encoding or "utf-8", errors="replace").count("\n") + 1
+        raise DataError([f"{path}:{line}: not {encoding or 'UTF-8'} (byte 0x{data[error.start]:02x} at offset "
+                         f"{error.start}); {fix}"]) from None
 
 
 def require_columns(columns: list[str], required: tuple[str, ...], file: str | Path) -> None:
@@ -113,6 +118,8 @@ def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame, 
     read_from: per table, field -> the export's column(s) it was read from, for the messages (columns.described)."""
     problems: list[str] = []
     read_from = read_from or {}
+    tickets, queries, pairs = (without_control(frame, table, report)
+                               for frame, table in ((tickets, "tickets"), (queries, "queries"), (pairs, "pairs")))
     tickets = _check_records(tickets, "ticket_id", TICKET_FIELDS, "tickets", problems, report, read_from.get("tickets", {}))
     queries = _check_records(queries, "query_id", QUERY_FIELDS, "queries", problems, report, read_from.get("queries", {}))
     pairs = _check_pairs(pairs, set(tickets["ticket_id"]), set(queries["query_id"]), split_fractions, problems, report,
@@ -125,6 +132,17 @@ def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame, 
         report.add(f"pairs {split} label={label}", n)
     report.add("queries without labelled pairs", queries.height - pairs["query_id"].n_unique())
     return Corpus(conform(tickets, TICKET_SCHEMA), conform(queries, QUERY_SCHEMA), conform(pairs, PAIR_SCHEMA))
+
+
+def without_control(frame: pl.DataFrame, table: str, report: IntakeReport) -> pl.DataFrame:
+    """The table without CONTROL characters in any text column, how many were removed from how many records counted."""
+    columns = [c for c, kind in frame.schema.items() if kind == pl.String and c != ORIGIN]
+    if not columns or frame.is_empty():
+        return frame
+    found = frame.select(pl.sum_horizontal(pl.col(c).str.count_matches(CONTROL) for c in columns)).to_series()
+    report.add(f"control characters removed from {table}", int(found.sum()))
+    report.add(f"{table} with control characters removed", int((found > 0).sum()))
+    return frame.with_columns(pl.col(c).str.replace_all(CONTROL, "") for c in columns)
 
 
 def named(field: str, read_from: dict[str, str]) -> str:

@@ -1,6 +1,6 @@
 """The retraining quality gate: a candidate model's metrics against the champion's, metric by metric, as a verdict and a
-Markdown table. Pure logic: ticketsim.lifecycle.retrain gets the metrics (both models scored on the same pairs by
-ticketsim.lifecycle.gate_pairs, else stored figures: the registry's, `dvc metrics diff`).
+Markdown table. Pure logic: ticketsim.lifecycle.retrain gets the metrics (both models scored on the trusted pairs of
+ticketsim.lifecycle.trusted, else stored figures: the registry's, `dvc metrics diff`).
 """
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ class GateResult:
         status = "passed" if self.passed else "FAILED"
         against = (f"{candidate} vs champion {champion}" if champion and not self.first_model
                    else f"{candidate}: no champion yet, so this is the first model")
-        lines = [f"### Quality gate {status}", "", against, "", *([basis, ""] if basis else []),
-                 "| metric | champion | candidate | delta | verdict |", "| --- | ---: | ---: | ---: | --- |"]
+        return "\n".join([f"### Quality gate {status}", "", against, "", *([basis, ""] if basis else []), self.table()])
+
+    def table(self) -> str:
+        lines = ["| metric | champion | candidate | delta | verdict |", "| --- | ---: | ---: | ---: | --- |"]
         lines += [f"| `{r.metric}` | {number(r.champion)} | {number(r.candidate)} | {number(r.delta, sign=True)} | {r.verdict} |"
                   for r in self.rows]
         return "\n".join(lines) + "\n"
@@ -55,7 +57,8 @@ def compare(champion: dict[str, float] | None, candidate: dict[str, float], rule
 
 def judge(metric: str, rule: GateRule, champion: float | None, candidate: float | None) -> MetricVerdict:
     if candidate is None:
-        return MetricVerdict(metric, champion, candidate, False, "**missing**: the candidate's run did not log it")
+        # not logged by its run, or not defined on these pairs (a correlation of constant scores)
+        return MetricVerdict(metric, champion, candidate, False, "**missing**: the candidate has no such figure")
     if champion is None:
         return MetricVerdict(metric, champion, candidate, True, "new (nothing to compare)")
     gain = (candidate - champion) * (1 if rule.direction == "max" else -1)

@@ -5,11 +5,12 @@ MLflow registry. Steps are printed as they run (`==> ...`).
 The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
 {"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
-(passed / failed), so it is judged once. The champion and the candidate are both loaded and scored on the candidate's
-dev pairs in the gate's own run (ticketsim.lifecycle.gate_pairs): the figures stored with each were measured on the dev set of its
-own run, and new labelled pairs change that set. Without a registry champion there is no model to score: the
+(passed / failed), so it is judged once. The champion and the candidate are both loaded and scored in the gate's own
+run (ticketsim.lifecycle.gate_pairs) on the trusted pairs (ticketsim.lifecycle.trusted: the dev pairs frozen with the
+champion at its promotion, which no later feedback changes), the dev pairs added since shown beside them; a promoted
+version has the dev pairs of that moment frozen with it. Without a registry champion there is no model to score: the
 champion's figures are the final variant's metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on
-`gate.baseline_rev`, against the candidate's stored ones.
+`gate.baseline_rev`, against the candidate's stored ones. A dry run (`record` False) writes nothing to the registry.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
 from ticketsim.lifecycle.gate import GateResult, compare, dvc_baseline
-from ticketsim.lifecycle.gate_pairs import gate_pairs, version_figures
+from ticketsim.lifecycle.gate_pairs import version_figures
 from ticketsim.lifecycle.registry import (
     CHAMPION,
     ModelVersion,
@@ -38,6 +39,7 @@ from ticketsim.lifecycle.registry import (
     version_by_alias,
 )
 from ticketsim.lifecycle.tracking import check_reachable, sanitize, tracking_uri
+from ticketsim.lifecycle.trusted import freeze, gate_basis
 from ticketsim.model.branches import query_tower_refusal
 
 GATE_TAG = "gate"
@@ -66,8 +68,9 @@ def gate_rules(params: Params) -> dict[str, GateRule]:
     return {sanitize(name): rule for name, rule in params.gate.metrics.items()}
 
 
-def run_gate(params: Params, version: str | None = None, promote_on_pass: bool = True) -> GateOutcome:
-    """Judge `version` (default: the newest, unless already judged) against the champion; promote it if it passes."""
+def run_gate(params: Params, version: str | None = None, record: bool = True) -> GateOutcome:
+    """Judge `version` (default: the newest, unless already judged) against the champion; if it passes, promote it and
+    freeze the dev pairs with it. `record` False (a dry run): judge only, no tag, no promotion, nothing frozen."""
     cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     if not getattr(params.datasets.get(params.retrain.dataset), "labels", True):
         raise RetrainError(f"retrain.dataset = {params.retrain.dataset!r} has no labelled pairs (labels: false): its model "
@@ -82,11 +85,17 @@ def run_gate(params: Params, version: str | None = None, promote_on_pass: bool =
         state = "the champion" if champion and champion.version == candidate.version else f"judged before (gate: {judged})"
         return GateOutcome(f"### Quality gate: nothing new\n\n{label(candidate)} is {state}; no newer version was registered.\n",
                            candidate)
-    if champion is not None:   # both models scored here, on the candidate's dev pairs: like with like
-        pairs = gate_pairs(params)
-        print(f"==> scoring {label(champion)} and {label(candidate)} on {pairs.describe()}", flush=True)
-        baseline, figures = (version_figures(cfg, v, pairs, params.evaluation) for v in (champion, candidate))
-        baseline_label, basis = label(champion), f"Both scored in this run on the same pairs: {pairs.describe()}."
+    rules, scored, aside = gate_rules(params), None, ""
+    if champion is not None:   # both models scored here, on the same trusted pairs: like with like
+        scored = gate_basis(params, champion)
+        sets = [scored.decide, *([scored.new] if scored.new else [])]
+        print(f"==> scoring {label(champion)} and {label(candidate)} on {'; and '.join(p.describe() for p in sets)}", flush=True)
+        (baseline, *new_baseline), (figures, *new_figures) = (version_figures(cfg, v, sets, params.evaluation)
+                                                              for v in (champion, candidate))
+        baseline_label, basis = label(champion), scored.basis()
+        if scored.new:
+            aside = (f"\n#### New dev pairs: shown, not deciding\n\n{scored.new.describe()}.\n\n"
+                     + compare(new_baseline[0], new_figures[0], rules).table())
     else:
         row = params.siamese.final_row(params.dataset(params.retrain.dataset))
         diff = dvc_metrics_diff(params.gate.baseline_rev)
@@ -95,13 +104,16 @@ def run_gate(params: Params, version: str | None = None, promote_on_pass: bool =
         baseline_label, figures = f"`{params.gate.baseline_rev}` (dvc metrics diff)", candidate.metrics
         basis = ("No champion model to score: the figures are those stored with each (the candidate's registration run, "
                  f"{path} on `{params.gate.baseline_rev}`), each measured on the dev pairs of its own run.") if baseline else None
-    result = compare(baseline or None, figures, gate_rules(params))
+    result = compare(baseline or None, figures, rules)
+    markdown = result.markdown(label(candidate), baseline_label if baseline else None, basis) + aside
+    if not record:
+        return GateOutcome(markdown + "\nDry run: nothing was written to the registry (no tag, no promotion).\n", candidate,
+                           result)
     tag_version(cfg, model, candidate.version, {GATE_TAG: "passed" if result.passed else "failed"})
-    promoted = result.passed and promote_on_pass
-    if promoted:
+    if result.passed:
         promote(cfg, model, candidate.version)
-    return GateOutcome(result.markdown(label(candidate), baseline_label if baseline else None, basis), candidate, result,
-                       promoted)
+        markdown += "\n" + freeze(params, candidate, scored.current if scored else None)
+    return GateOutcome(markdown, candidate, result, result.passed)
 
 
 def label(version: ModelVersion) -> str:
@@ -161,7 +173,9 @@ def road_refusal(champion: Any) -> str | None:
 def dvc(*args: str) -> None:
     """Run a DVC command with its output shown; raise RetrainError if it fails."""
     print(f"==> dvc {' '.join(args)}", flush=True)
-    done = subprocess.run([sys.executable, "-m", "dvc", *args], check=False)
+    # close_fds=False: the retrain lock's inheritable descriptor (ticketsim.lifecycle.retrain_lock) goes along, so the
+    # lock outlives a killed retrain for as long as its dvc command runs
+    done = subprocess.run([sys.executable, "-m", "dvc", *args], check=False, close_fds=False)
     if done.returncode:
         raise RetrainError(f"`dvc {' '.join(args)}` failed (exit {done.returncode}); see its output above")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from ticketsim.data.tables import LABELS, Corpus
@@ -35,8 +36,8 @@ def enduser_evaluation(searcher: Searcher, corpus: Corpus, depth: int = 10) -> d
     if queries.is_empty():
         return {}
     found = {a.query_id: [h.ticket_id for h in a.hits] for a in searcher.search(queries, depth)}
-    bm25 = searcher.index.lexical.scores(tuple(found), searcher.query_words(queries))
-    top = ScoreMatrix(bm25.query_ids, bm25.ticket_ids, bm25.bm25.astype(float)).top_k(depth)
+    bm25 = np.stack([searcher.index.postings.bm25(words) for words in searcher.query_words(queries)])
+    top = ScoreMatrix(tuple(found), tuple(searcher.index.table["ticket_id"].to_pylist()), bm25.astype(float)).top_k(depth)
     by_bm25 = {q: top.filter(pl.col("query_id") == q)["ticket_id"].to_list() for q in found}
     return {"queries": len(found), "depth": depth, "search": shares(found, gold), "bm25": shares(by_bm25, gold)}
 

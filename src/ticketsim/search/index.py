@@ -1,43 +1,57 @@
-"""The knowledge base of a search, as one folder: the tickets' folded vectors (float32, or float16 at half the bytes;
-searched exactly under L1 and memory-mapped, so the page's workers share one copy: search/vectors.py), the tickets themselves (texts, each
-part's tokens, standardized topic activity), the coherence a topic needs to be named in a reason, and the hash of the
-bundle whose weights folded them, so that a search with other weights is refused instead of answering wrongly.
+"""The knowledge base of a search, as a store that opens in constant time: an index folder of generations
+(search/generations.py: one writer at a time, readers never see a half-written one), each generation a whole index
+whose every file is written once and memory-mapped when it loads, so opening costs nothing per ticket and the page's
+workers share one copy of it in the page cache:
 
-Adding tickets appends their vectors (a flat index has nothing to rebalance). Channel L is not stored as vectors:
-BM25's statistics (every idf, the mean ticket length) move with each new ticket, so they are rebuilt from the stored
-words on load and after every addition, a sparse pass that costs little next to encoding; L then stays exactly what
-the model computes on the whole pool.
+- vectors.npy: the tickets' folded vectors (float32, or float16 at half the bytes), searched exactly under L1
+  (search/vectors.py);
+- tickets.arrow: each ticket's texts, its parts' tokens and standardized topic activity (Arrow IPC), read by row;
+- BM25's postings and lengths (search/postings.py), from which channel L and every idf follow;
+- the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
+- the reason topics' word co-occurrence counts, from which their coherence follows;
+- manifest.json: the layout, the scales, and the hash of the bundle whose weights folded the vectors, so that a
+  search with other weights is refused instead of answering wrongly.
+
+Adding tickets writes the next generation: the vectors, tickets and counts of the one in force followed by the new
+ones'. Counts add up, so BM25 and the coherence after an addition are exactly those of a rebuild.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from ticketsim.channels.cache import ChannelVectors, component_tokens
-from ticketsim.channels.lexical import TICKET_LEVEL, LexicalIndex
+from ticketsim.channels.coherence import cooccurrence, npmi_of_counts, topic_word_list
+from ticketsim.channels.lexical import TICKET_LEVEL
 from ticketsim.config import BM25Config, EncodeConfig, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
 from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import Block
-from ticketsim.search.reasons import ReasonTopics, standardized
+from ticketsim.search.generations import POINTER, current, next_generation, writable
+from ticketsim.search.postings import Postings
+from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
+from ticketsim.search.sorted_strings import SortedStrings
 from ticketsim.search.vectors import Precision, TicketVectors
 
 if TYPE_CHECKING:
     from ticketsim.bundle.loader import Scorer
 
-MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.parquet"
-CHUNK = 1000   # tickets encoded at once: bounds the memory of a large knowledge base
+MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.arrow"
+IDS, BY_ID, ORDER, COOCCURRENCE = "ids", "by_id.npy", "order.npy", "cooccurrence.npy"
+FORMAT = 2      # manifest's "format": generations, mapped postings and tickets
+CHUNK = 1000    # tickets encoded at once: bounds the memory of a large knowledge base
+SHOWN = ("ticket_id", "subject", "description", "solution", "topics")   # what a hit shows of its ticket
 
 
 class IndexMismatch(StepError):
@@ -54,17 +68,28 @@ def model_hash(bundle: str | Path) -> str:
     return digest.hexdigest()
 
 
+REBUILD = "rebuild it with `dvc repro index@<dataset>` or `ticketsim index build --force`"
+
+
+def generation_of(directory: Path) -> Path:
+    """The generation in force of an index folder, or a StepError when the folder is none or of an older ticketsim."""
+    found = current(directory)
+    if found is None:
+        if (directory / MANIFEST).is_file() and "model_hash" in json.loads((directory / MANIFEST).read_text()):
+            raise StepError(f"{directory}: an index of an older ticketsim (one folder rewritten in place, BM25 rebuilt "
+                            f"on every load); {REBUILD}")
+        raise StepError(f"{directory}: not a search index (no {POINTER}); build one with `dvc repro index@<dataset>` "
+                        "or `ticketsim index build`")
+    return found
+
+
 def read_manifest(directory: Path) -> dict:
-    """The manifest of an index folder, or a StepError when the folder is none or of an older ticketsim."""
-    if not (directory / MANIFEST).is_file():
-        raise StepError(f"{directory}: not a search index (no {MANIFEST}); build one with `dvc repro index@<dataset>` "
-                        "or `ticketsim index build`")
-    manifest = json.loads((directory / MANIFEST).read_text())
-    if "coherence" not in manifest or "precision" not in manifest:
-        raise StepError(f"{directory}: an index of an older ticketsim (its vectors in a FAISS file, or no tokens per "
-                        "ticket part and no topic coherence for the reasons); rebuild it with `dvc repro index@<dataset>` "
-                        "or `ticketsim index build`")
-    return manifest
+    """The manifest of the generation in force of an index folder."""
+    generation = generation_of(Path(directory))
+    try:
+        return json.loads((generation / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise StepError(f"{directory}: {POINTER} names {generation.name}, which is missing; {REBUILD}") from None
 
 
 def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
@@ -73,89 +98,149 @@ def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str
         raise IndexMismatch(
             f"{where} was built with other model weights (bundle hash {index_hash[:12]}) than {bundle} "
             f"({scorer_hash[:12]}): its ticket vectors would be scored by the wrong model. Rebuild it: "
-            f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where}`")
+            f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where} --force`")
+
+
+def read_arrow(path: Path) -> pa.Table:
+    """An Arrow IPC file, memory-mapped: no column is read until a row is."""
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+
+
+@dataclass(frozen=True, eq=False)
+class Encoded:
+    """New tickets as an index stores them: folded vectors (float32) and the tickets table (TICKET_SCHEMA + tokens +
+    topics), not yet in any index."""
+
+    vectors: np.ndarray
+    frame: pl.DataFrame
+
+    def documents(self) -> list[list[str]]:
+        """Each ticket's SUB+DESC+SOL tokens: channel L's documents, and those the reasons' topic model reads."""
+        return component_tokens(self.frame["tokens"].struct.unnest(), TICKET_LEVEL)
 
 
 @dataclass(eq=False)
 class TicketIndex:
-    """Row i of `vectors` is ticket i of `tickets`. Made by build_index or load; add() grows it in place."""
+    """One generation of an index folder, loaded: row i of `vectors` is ticket i of `table`. Read-only; writers make
+    the next generation (build_index, add_tickets, reuse_index)."""
 
+    folder: Path                # the index folder
+    generation: Path            # the generation loaded
     model_hash: str
     layout: Layout
     vectors: TicketVectors
-    tickets: pl.DataFrame       # TICKET_SCHEMA + tokens (a struct: each part's tokens) + topics (standardized activity)
+    table: pa.Table             # tickets.arrow, mapped
     topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
     bm25: BM25Config
     coherence: float            # topics.coherence: the NPMI a topic needs for a reason to name it
-    lexical: LexicalIndex = field(init=False)   # BM25's statistics of the tickets, rebuilt by refresh()
-    order: np.ndarray = field(init=False)       # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
-
-    def __post_init__(self) -> None:
-        self.refresh()
-
-    def refresh(self) -> None:
-        ids = tuple(self.tickets["ticket_id"])
-        self.lexical = LexicalIndex.build(ids, self.words(), self.bm25.k1, self.bm25.b)
-        self.order = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
-
-    def __len__(self) -> int:
-        return self.vectors.ntotal
-
-    def words(self) -> list[list[str]]:
-        """Every ticket's SUB+DESC+SOL tokens: channel L's documents, and those the reasons' topic model read."""
-        return component_tokens(self.tickets["tokens"].struct.unnest(), TICKET_LEVEL)
-
-    def manifest(self) -> dict:
-        return {"model_hash": self.model_hash, "tickets": len(self), "dim": self.vectors.d, "precision": self.vectors.precision,
-                "layout": {"blocks": [asdict(b) for b in self.layout.blocks], "lexical_weight": self.layout.lexical_weight,
-                           "constant": self.layout.constant},
-                "topic_scale": [part.tolist() for part in self.topic_scale], "bm25": asdict(self.bm25),
-                "coherence": self.coherence}
-
-    def save(self, directory: str | Path, files: tuple[str, ...] = (VECTORS, TICKETS, MANIFEST)) -> None:
-        """Write the folder (or only `files` of it); each file is replaced whole (written aside, then renamed), never
-        left half-written."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        writers = {VECTORS: self.vectors.save, TICKETS: self.tickets.write_parquet,
-                   MANIFEST: lambda path: path.write_text(json.dumps(self.manifest()) + "\n")}
-        for name, write in writers.items():     # the manifest last: it says how many tickets the other files hold
-            if name in files:
-                write(directory / f".{name}.tmp")
-                os.replace(directory / f".{name}.tmp", directory / name)
+    postings: Postings          # channel L's statistics
+    ids: SortedStrings          # the ticket ids, sorted
+    by_id: np.ndarray           # the row of each sorted id
+    order: np.ndarray           # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
+    topic_words: tuple[str, ...]
+    cooccurrence: np.ndarray    # of topic_words in the tickets (channels.coherence.cooccurrence)
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
         directory = Path(directory)
         manifest = read_manifest(directory)
+        generation = generation_of(directory)
         layout = manifest["layout"]
-        index = cls(manifest["model_hash"],
+        bm25 = BM25Config(**manifest["bm25"])
+        index = cls(directory, generation, manifest["model_hash"],
                     Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
-                    TicketVectors.load(directory / VECTORS), pl.read_parquet(directory / TICKETS),
-                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), BM25Config(**manifest["bm25"]),
-                    manifest["coherence"])
-        if not len(index) == index.tickets.height == manifest["tickets"]:
-            raise StepError(f"{directory}: {len(index)} vectors, {index.tickets.height} tickets, the manifest says "
-                            f"{manifest['tickets']}: the folder is damaged; rebuild it")
+                    TicketVectors.load(generation / VECTORS), read_arrow(generation / TICKETS),
+                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), bm25,
+                    manifest["coherence"], Postings.load(generation, bm25.k1, bm25.b), SortedStrings.load(generation / IDS),
+                    np.load(generation / BY_ID, mmap_mode="r"), np.load(generation / ORDER, mmap_mode="r"),
+                    tuple(manifest["topic_words"]), np.load(generation / COOCCURRENCE))
+        if not len(index) == index.table.num_rows == index.postings.tickets == manifest["tickets"]:
+            raise StepError(f"{generation}: {len(index)} vectors, {index.table.num_rows} tickets, the manifest says "
+                            f"{manifest['tickets']}: the generation is damaged; {REBUILD}")
         return index
+
+    def __len__(self) -> int:
+        return self.vectors.ntotal
+
+    def rows(self, rows: Sequence[int]) -> list[dict]:
+        """What a hit shows of the tickets at `rows` (SHOWN). Row by row: Arrow's `take` would import pandas, half a
+        second of a cold search."""
+        shown = self.table.select(list(SHOWN))
+        return [shown.slice(row, 1).to_pylist()[0] for row in rows]
+
+    def tokens(self, row: int) -> dict[str, list[str]]:
+        """The ticket's tokens, part by part."""
+        return self.table["tokens"][row].as_py()
+
+    def row_of(self, ticket_id: str) -> int | None:
+        found = self.ids.find(ticket_id)
+        return None if found is None else int(self.by_id[found])
+
+    def ticket(self, ticket_id: str) -> dict | None:
+        """A ticket as indexed (its id and texts), or None when there is no such id."""
+        row = self.row_of(ticket_id.strip())
+        return None if row is None else self.table.select(list(TICKET_SCHEMA)).slice(row, 1).to_pylist()[0]
+
+    @property
+    def tickets(self) -> pl.DataFrame:
+        """Every ticket as a table (an evaluation's or a test's view: it reads the whole file)."""
+        return pl.from_arrow(self.table)
+
+    def words(self) -> list[list[str]]:
+        return Encoded(self.vectors.array, self.tickets).documents()
+
+    def topic_labels(self, topics: ReasonTopics) -> TopicLabels:
+        """The reason topics' words and their coherence on the tickets, from the stored counts."""
+        if tuple(topic_word_list(topics.words)) != self.topic_words:
+            raise IndexMismatch(f"{self.folder}: its topic counts are of another topic model than the bundle's; {REBUILD}")
+        return TopicLabels(topics.words, tuple(npmi_of_counts(topics.words, self.cooccurrence, len(self)).tolist()),
+                           self.coherence)
 
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
-    def add(self, scorer: Scorer, tickets: pl.DataFrame, engine: str = EncodeConfig.engine) -> int:
-        """Append tickets (TICKET_SCHEMA, ids new to the index; an `origin` column, file:line, names them in the
-        refusal); returns how many. BM25's statistics are rebuilt. engine: encode.engine."""
-        known = set(self.tickets["ticket_id"])
-        origins = tickets[ORIGIN] if ORIGIN in tickets.columns else [None] * tickets.height
-        again = [(origin, t) for origin, t in zip(origins, tickets["ticket_id"]) if t in known]
-        if again:
-            raise DataError([f"{origin + ': ' if origin else ''}ticket_id {t!r} is already in the index; new tickets need "
-                             "new ids" for origin, t in again])
-        vectors, frame, _ = encoded_tickets(scorer, self.layout, tickets, self.topic_scale, engine=engine)
-        self.vectors.add(vectors)
-        self.tickets = pl.concat([self.tickets, frame])
-        self.refresh()
-        return frame.height
+    def manifest(self) -> dict:
+        return manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words)
+
+
+def manifest_of(bundle_hash: str, layout: Layout, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
+                coherence: float, topic_words: Sequence[str]) -> dict:
+    """What a generation's manifest says beside its size (write_generation adds tickets, dim and precision)."""
+    return {"format": FORMAT, "model_hash": bundle_hash,
+            "layout": {"blocks": [asdict(b) for b in layout.blocks], "lexical_weight": layout.lexical_weight,
+                       "constant": layout.constant},
+            "topic_scale": [part.tolist() for part in topic_scale], "bm25": asdict(bm25), "coherence": coherence,
+            "topic_words": list(topic_words)}
+
+
+def write_generation(scratch: Path, manifest: dict, vectors: TicketVectors | None, table: pa.Table | None,
+                     postings: Postings, cooccurrence: np.ndarray, new: Encoded, precision: Precision) -> None:
+    """A whole generation in `scratch`: the stored tickets (vectors, table: None for none) followed by `new`;
+    `postings` and `cooccurrence` already count both."""
+    old_rows = 0 if vectors is None else vectors.ntotal
+    out = np.lib.format.open_memmap(scratch / VECTORS, "w+", np.dtype(precision), (old_rows + len(new.vectors), new.vectors.shape[1]))
+    for start in range(0, old_rows, CHUNK * 16):    # streamed: an index larger than memory is copied block by block
+        stop = min(start + CHUNK * 16, old_rows)
+        out[start:stop] = vectors.array[start:stop]
+    out[old_rows:] = new.vectors
+    out.flush()
+    added = new.frame.to_arrow()
+    schema = added.schema if table is None else table.schema
+    with pa.ipc.new_file(str(scratch / TICKETS), schema) as writer:
+        if table is not None:
+            writer.write_table(table)
+        writer.write_table(added.cast(schema))
+    ids = ([] if table is None else table["ticket_id"].to_pylist()) + new.frame["ticket_id"].to_list()
+    by_id = np.argsort(np.asarray(ids, dtype=object), kind="stable")
+    order = np.empty_like(by_id)
+    order[by_id] = np.arange(len(ids))
+    SortedStrings.of([ids[i] for i in by_id]).save(scratch / IDS)
+    np.save(scratch / BY_ID, by_id)
+    np.save(scratch / ORDER, order)
+    postings.save(scratch)
+    np.save(scratch / COOCCURRENCE, cooccurrence)
+    (scratch / MANIFEST).write_text(json.dumps({**manifest, "tickets": len(ids), "dim": new.vectors.shape[1],
+                                                "precision": precision}) + "\n")
 
 
 def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[ChannelVectors], engine: str) -> list[ChannelVectors]:
@@ -197,31 +282,84 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
 
 def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str | Path, probe: int = 8) -> TicketIndex:
     """The index at `index` for `bundle` (loaded: `scorer`), whose ticket side folded it: a query-tower retrain's
-    (docs/retraining.md#two-roads). Every file is copied byte for byte and the manifest names the new bundle and its
-    weights in force; IndexMismatch unless the bundle folds the first `probe` tickets to the vectors stored for them."""
-    index, out = Path(index), Path(out)
+    (docs/retraining.md#two-roads). The generation in force is copied byte for byte into a new index at `out` whose
+    manifest names the new bundle and its weights in force; IndexMismatch unless the bundle folds the first `probe`
+    tickets to the vectors stored for them."""
     reused = TicketIndex.load(index)
-    reused.model_hash, reused.layout = model_hash(bundle), Layout.of(scorer)
+    layout = Layout.of(scorer)
     stored = np.asarray(reused.vectors.array[:probe], dtype=np.float32)
-    folded, _, _ = encoded_tickets(scorer, reused.layout, reused.tickets.head(probe), reused.topic_scale)
+    folded, _, _ = encoded_tickets(scorer, layout, reused.tickets.head(probe).select(list(TICKET_SCHEMA)), reused.topic_scale)
     if folded.shape != stored.shape or not np.allclose(folded, stored, rtol=1e-3, atol=1e-5):
         raise IndexMismatch(f"{bundle} folds the tickets of {index} otherwise than the model that built it (another ticket "
                             f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
-    shutil.copytree(index, out)
-    reused.save(out, files=(MANIFEST,))
-    return reused
+    with next_generation(out) as (_, scratch):
+        shutil.copytree(reused.generation, scratch, dirs_exist_ok=True)
+        reused.model_hash, reused.layout = model_hash(bundle), layout
+        (scratch / MANIFEST).write_text(json.dumps({**json.loads((scratch / MANIFEST).read_text()), **reused.manifest()}) + "\n")
+    return TicketIndex.load(out)
 
 
-def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, cached: Sequence[ChannelVectors] = (),
+def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: str | Path, cached: Sequence[ChannelVectors] = (),
                 coherence: float = TopicsConfig.coherence, precision: Precision = "float32",
-                engine: str = EncodeConfig.engine) -> TicketIndex:
-    """An exact L1 index of every ticket, folded with the bundle's weights in force; cached: as Scorer.encode; engine:
-    where S is encoded (encode.engine);
-    coherence: the NPMI a topic needs for a reason to name it (topics.coherence); precision: of the stored vectors.
-    float16 halves the bytes but reorders near-ties (synthetic end-user queries: 195 of 200 top 10s in the same order,
-    all 200 with the same ten tickets, docs/performance.md), so it is chosen, not the default."""
+                engine: str = EncodeConfig.engine, force: bool = False) -> TicketIndex:
+    """An exact L1 index of every ticket at `out`, folded with the bundle's weights in force; cached: as Scorer.encode;
+    engine: where S is encoded (encode.engine); coherence: the NPMI a topic needs for a reason to name it
+    (topics.coherence); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (synthetic
+    end-user queries: 195 of 200 top 10s in the same order, all 200 with the same ten tickets, docs/performance.md),
+    so it is chosen, not the default. A folder that holds an index is replaced only with `force`."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
+    refuse_existing(out, force)
+    writable(out)
     layout = Layout.of(scorer)
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
-    return TicketIndex(bundle_hash, layout, TicketVectors.of(vectors, precision), frame, topic_scale, scorer.bm25, coherence)
+    new = Encoded(vectors, frame)
+    documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
+    manifest = manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words)
+    with next_generation(out) as (_, scratch):
+        refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
+        write_generation(scratch, manifest, None, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
+                         cooccurrence(words, documents)[0], new, precision)
+    return TicketIndex.load(out)
+
+
+def refuse_existing(out: str | Path, force: bool) -> None:
+    if not force and (found := current(out)) is not None:
+        raise StepError(f"{out} already holds an index ({found.name}); pass --force to replace it, or `ticketsim index "
+                        "add` to add tickets to it")
+
+
+def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, tickets: pl.DataFrame,
+                engine: str = EncodeConfig.engine) -> tuple[int, TicketIndex]:
+    """Append tickets (TICKET_SCHEMA, ids new to the index; an `origin` column, file:line, names them in a refusal) as
+    the index's next generation; (how many, the index after). The tickets are encoded before the lock is taken, so
+    a second writer waits only for the write; their ids are checked again under it."""
+    if tickets.is_empty():
+        raise DataError(["no tickets to add"])
+    writable(directory)
+    index, bundle_hash = TicketIndex.load(directory), model_hash(bundle)
+    index.check(bundle_hash, bundle, directory)
+    refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
+    vectors, frame, _ = encoded_tickets(scorer, index.layout, tickets, index.topic_scale, engine=engine)
+    return frame.height, append(directory, bundle_hash, Encoded(vectors, frame), tickets[ORIGIN] if ORIGIN in tickets.columns else None)
+
+
+def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Sequence[str] | None = None) -> TicketIndex:
+    """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after."""
+    documents = new.documents()
+    with next_generation(directory) as (_, scratch):
+        index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
+        index.check(bundle_hash, "the bundle", directory)
+        refuse_known(index, new.frame["ticket_id"], origins)
+        counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
+        write_generation(scratch, index.manifest(), index.vectors, index.table, index.postings.plus(documents), counts, new,
+                         index.vectors.precision)
+    return TicketIndex.load(directory)
+
+
+def refuse_known(index: TicketIndex, ids: Sequence[str], origins: Sequence[str] | None) -> None:
+    """DataError naming each id the index holds already (with its file:line where `origins` has one)."""
+    again = [(origin, t) for origin, t in zip([None] * len(ids) if origins is None else origins, ids) if index.row_of(t) is not None]
+    if again:
+        raise DataError([f"{origin + ': ' if origin else ''}ticket_id {t!r} is already in the index; new tickets need "
+                         "new ids" for origin, t in again])

@@ -8,7 +8,7 @@ knowledge base's idf (channel L's), so a reason names exactly what the model saw
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ticketsim.channels.coherence import COHERENCE_WORDS, npmi_coherence
+from ticketsim.channels.coherence import COHERENCE_WORDS
 from ticketsim.data.tables import QUERY_FIELDS, TICKET_FIELDS
 from ticketsim.text.stopwords import ALPHANUMERIC, is_topical
 from ticketsim.text.tokenize import NUMBER_TOKEN
@@ -97,11 +97,6 @@ class TopicLabels:
     words: tuple[tuple[str, ...], ...]
     coherence: tuple[float, ...]
     threshold: float
-
-    @classmethod
-    def of(cls, topics: ReasonTopics, documents: Iterable[Sequence[str]], threshold: float) -> TopicLabels:
-        """`documents`: every ticket's SUB+DESC+SOL tokens (the texts the topic model read)."""
-        return cls(topics.words, tuple(npmi_coherence(topics.words, documents).tolist()), threshold)
 
     def coherent(self, topic: int) -> bool:
         return self.coherence[topic] >= self.threshold

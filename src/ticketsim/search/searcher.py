@@ -16,13 +16,13 @@ import polars as pl
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL
-from ticketsim.config import EncodeConfig
-from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA, TICKET_SCHEMA
+from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
 from ticketsim.data.validate import DataError, shorten
 from ticketsim.search.encode import one_side
+from ticketsim.search.generations import current
 from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
-from ticketsim.search.reasons import TopicLabels, part_phrases, reasons, similarity_labels, standardized
+from ticketsim.search.reasons import part_phrases, reasons, similarity_labels, standardized
 from ticketsim.search.topk import exact_top_k
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
@@ -99,15 +99,24 @@ def clip(text: str, width: int) -> str:
 class Searcher:
     def __init__(self, queries: QueryEncoder, index: TicketIndex, bundle: str | Path, where: str | Path = "the index"):
         """`queries`: query_encoder(bundle). Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
-        index.check(model_hash(bundle), bundle, where)
-        self.queries, self.index = queries, index
-        self.topic_labels = self.labels()
-        # Each ticket's phrases, once per process for the tickets found most (rows never change: tickets are only appended).
-        self.ticket_phrases = lru_cache(maxsize=PHRASES_CACHED)(lambda row: part_phrases(self.index.tickets[row, "tokens"]))
+        self.queries, self.bundle, self.bundle_hash, self.where = queries, bundle, model_hash(bundle), where
+        # Each ticket's phrases, once per process for the tickets found most (cleared when another generation loads).
+        self.ticket_phrases = lru_cache(maxsize=PHRASES_CACHED)(lambda row: part_phrases(self.index.tokens(row)))
+        self.use(index)
 
-    def labels(self) -> TopicLabels:
-        """The reason model's topic words and their coherence on the index's tickets (recomputed when tickets are added)."""
-        return TopicLabels.of(self.queries.topics, self.index.words(), self.index.coherence)
+    def use(self, index: TicketIndex) -> None:
+        index.check(self.bundle_hash, self.bundle, self.where)
+        self.index, self.topic_labels = index, index.topic_labels(self.queries.topics)
+        self.ticket_phrases.cache_clear()
+
+    def follow(self) -> bool:
+        """Load the index's generation in force if a writer made a new one since this searcher loaded (a server calls
+        this between requests: one small read); True if it did. A generation of other weights is refused
+        (IndexMismatch) and the one loaded stays."""
+        if current(self.index.folder) in (None, self.index.generation):
+            return False
+        self.use(TicketIndex.load(self.index.folder))
+        return True
 
     @classmethod
     def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
@@ -128,10 +137,10 @@ class Searcher:
         query_topics = standardized(self.queries.topics.activity(words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
-            lexical = index.lexical.scores((query_id,), [words[i]]).distances()[0] if layout.lexical_weight else None
+            lexical = index.postings.distances(words[i]) if layout.lexical_weight else None
             rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            found = index.tickets[rows.tolist()].select("ticket_id", "subject", "description", "solution", "topics").to_dicts()
+            found = index.rows(rows.tolist())
             fitted = self.queries.calibrator.fitted
             calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
             hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
@@ -143,7 +152,7 @@ class Searcher:
             query_phrases: dict) -> Hit:
         """ticket: the row's ticket_id, subject, description, solution and topics; query_phrases: the query's part_phrases."""
         why = reasons(query_phrases, self.ticket_phrases(int(row)), query_topics, ticket["topics"], self.topic_labels,
-                      self.index.lexical.idf)
+                      self.index.postings.idf)
         return Hit(rank, ticket["ticket_id"], float(score), None if calibrated is None else float(calibrated),
                    ticket["subject"] or "", ticket["description"] or "", ticket["solution"] or "", why)
 
@@ -152,7 +161,7 @@ class Searcher:
         if k > len(self.index):
             notes.append(f"k = {k}, but the knowledge base holds {len(self.index)} tickets: all of them are listed")
         topical = [w for w in dict.fromkeys(words) if is_topical(w)]
-        if not any(w in self.index.lexical.idf for w in topical):
+        if not any(w in self.index.postings.idf for w in topical):
             said = ", ".join(topical[:5]) if topical else "only stopwords, numbers and punctuation"
             notes.append(f"no word of the query ({said}) occurs in the knowledge base: the tickets are ranked by spelling and "
                          "meaning alone, with no shared word; check the spelling or describe the fault in other words")
@@ -165,13 +174,7 @@ class Searcher:
 
     def ticket(self, ticket_id: str) -> dict | None:
         """A ticket of the knowledge base as indexed (its id and texts), or None when there is no such id."""
-        found = self.index.tickets.filter(pl.col("ticket_id") == ticket_id.strip()).select(list(TICKET_SCHEMA))
-        return found.row(0, named=True) if found.height else None
-
-    def add(self, tickets: pl.DataFrame, engine: str = EncodeConfig.engine) -> int:
-        added = self.index.add(self.queries.scorer, tickets, engine)
-        self.topic_labels = self.labels()    # coherence is measured on the whole knowledge base, as BM25's idf
-        return added
+        return self.index.ticket(ticket_id)
 
 
 def check_folders(bundle: str | Path, index: str | Path) -> None:

@@ -80,7 +80,7 @@ class TicketVectors:
         k = min(k, self.ntotal)
         distances, rows = np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
         converted = np.empty((min(SCAN, self.ntotal), self.d), np.float32) if self.array.dtype != np.float32 else None
-        copy = half_copy(self.array.size)
+        copy = half_copy(self.array.size) if converted is not None else None    # float32 is scanned in place: no torch
         for start in range(0, self.ntotal, SCAN):
             block = self.array[start:start + SCAN]
             if converted is not None:   # into one reused buffer: a fresh one per block costs its page faults again

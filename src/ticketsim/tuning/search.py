@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import random
 import socket
@@ -34,6 +33,7 @@ from ticketsim.config import Params, TuneConfig, VariantConfig
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log_metrics, set_tags, stage_run
 from ticketsim.model.saved import WEIGHTS
+from ticketsim.side_by_side import reaped, spawn
 from ticketsim.training.variant import (
     SEARCH_SPLITS,
     Prepared,
@@ -198,14 +198,13 @@ def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, trac
     if workers <= 1:    # alone: a retrain trial of F trains as the final stage does
         run_worker(problem, cfg, name, first, threads_alone(problem.siamese, problem.final), tracking, parent_run_id)
     else:
-        context = multiprocessing.get_context("spawn")
-        processes = [context.Process(target=run_worker, args=(problem, cfg, name, first + i, problem.siamese.threads, tracking,
-                                                               parent_run_id))
+        processes = [spawn(run_worker, problem, cfg, name, first + i, problem.siamese.threads, tracking, parent_run_id)
                      for i in range(workers)]
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join()
+        with reaped():
+            for process in processes:
+                process.start()
+            for process in processes:
+                process.join()
         failed = [p.exitcode for p in processes if p.exitcode]
         if failed:
             raise RuntimeError(f"study {name}: {len(failed)} of {workers} workers failed (exit codes {failed})")

@@ -1,0 +1,85 @@
+"""An index folder as a store with one writer at a time and readers that never see a half-written index.
+
+The folder holds generations, `gen-000001/`, `gen-000002/`, ..., each a whole index, and `CURRENT`, the name of the one
+in force. A writer takes the folder's lock (it waits for another writer, and says so), writes the next generation in a
+hidden scratch folder, renames it into place and then switches `CURRENT` by one atomic rename. A kill at any instant
+leaves the previous generation or the new one in force, never a mix: the scratch folder is only a leftover, removed by
+the next writer. Readers read `CURRENT` once and then only that generation's files, which no writer changes; the
+generation before the one in force is kept, so a reader that has just read `CURRENT` still finds its files.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ticketsim.data.locks import fsync, take
+from ticketsim.errors import StepError
+
+POINTER, LOCK = "CURRENT", ".lock"
+GENERATION = re.compile(r"gen-(\d{6})")
+
+
+def current(directory: str | Path) -> Path | None:
+    """The generation in force, or None where the folder holds no index."""
+    pointer = Path(directory) / POINTER
+    try:
+        return Path(directory) / pointer.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+@contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """The folder's writer lock, held until the block ends (or the process dies: flock is released with it)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        stream = open(directory / LOCK, "a")
+    except OSError as error:
+        raise StepError(f"{directory}: cannot write the index there ({error.strerror}); choose a folder you can write") from None
+    with stream:
+        take(stream, f"{directory}: another writer holds the index; waiting for it to finish")
+        yield
+
+
+def writable(directory: str | Path) -> None:
+    """StepError now, before minutes of encoding, where the index cannot be written (nothing is created here)."""
+    directory = Path(directory).absolute()
+    existing = next(p for p in (directory, *directory.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise StepError(f"{directory}: cannot write the index there ({existing} is "
+                        f"{'not a folder' if not existing.is_dir() else 'not writable'}); choose a folder you can write")
+
+
+@contextmanager
+def next_generation(directory: str | Path) -> Iterator[tuple[Path | None, Path]]:
+    """(the generation in force or None, a scratch folder to write the next one in), under the lock; when the block
+    ends the scratch folder becomes the generation in force. An exception leaves the one in force."""
+    directory = Path(directory)
+    with locked(directory):
+        for leftover in directory.glob(".gen-*"):
+            shutil.rmtree(leftover)
+        numbers = [int(m[1]) for p in directory.iterdir() if (m := GENERATION.fullmatch(p.name))]
+        name = f"gen-{max(numbers, default=0) + 1:06d}"
+        scratch = directory / f".{name}"
+        scratch.mkdir()
+        previous = current(directory)
+        try:
+            yield previous, scratch
+        except BaseException:
+            shutil.rmtree(scratch)
+            raise
+        for path in scratch.iterdir():
+            fsync(path)
+        fsync(scratch)
+        os.rename(scratch, directory / name)
+        (directory / f".{POINTER}").write_text(name + "\n")
+        fsync(directory / f".{POINTER}")
+        os.replace(directory / f".{POINTER}", directory / POINTER)
+        fsync(directory)
+        keep = {name, previous.name if previous else name}
+        for old in (p for p in directory.iterdir() if GENERATION.fullmatch(p.name) and p.name not in keep):
+            shutil.rmtree(old)
