@@ -115,8 +115,13 @@ class Encoded:
     frame: pl.DataFrame
 
     def documents(self) -> list[list[str]]:
-        """Each ticket's SUB+DESC+SOL tokens: channel L's documents, and those the reasons' topic model reads."""
-        return component_tokens(self.frame["tokens"].struct.unnest(), TICKET_LEVEL)
+        return ticket_documents(self.frame)
+
+
+def ticket_documents(tickets: pl.DataFrame) -> list[list[str]]:
+    """Each ticket's SUB+DESC+SOL tokens (of a table with `tokens`): channel L's documents, and those the reasons' topic
+    model reads."""
+    return component_tokens(tickets["tokens"].struct.unnest(), TICKET_LEVEL)
 
 
 @dataclass(eq=False)
@@ -187,7 +192,7 @@ class TicketIndex:
         return pl.from_arrow(self.table)
 
     def words(self) -> list[list[str]]:
-        return Encoded(self.vectors.array, self.tickets).documents()
+        return ticket_documents(self.tickets)
 
     def topic_labels(self, topics: ReasonTopics) -> TopicLabels:
         """The reason topics' words and their coherence on the tickets, from the stored counts."""
