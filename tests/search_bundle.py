@@ -88,16 +88,25 @@ def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int =
     return Parts(corpus, tuple(tokens.vocabulary()["token"]), sources)
 
 
-def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> Path:
-    """A bundle of `variant` (a VARIANTS key) with a random LSTM (and random learned W, V) drawn from `seed`."""
+def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, tower: str | None = None) -> Path:
+    """A bundle of `variant` (a VARIANTS key) with a random LSTM (and random learned W, V) drawn from `seed`.
+
+    `tower` (FqL only): a pretrained encoder (sentence.model's form, e.g. SENTENCE.model, the packaged MiniLM) that channel
+    S is and the query tower starts from, instead of a tiny random one: a model that ranks like a real one before any
+    training, with W and V as the variant gives them and the lowest two layers kept pretrained (params' siamese.encoder)."""
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.word2vec import load_vectors
 
     cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
-    start, sentence, weighed = None, SENTENCE, VARIANTS[variant].weighed
-    if weighed & {"F", "Fq", "A"}:  # F and Fq from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
+    start, sentence, weighed, encoder_config = None, SENTENCE, VARIANTS[variant].weighed, ENCODER_CONFIG
+    assert tower is None or weighed == {"Fq", "L"}, "a pretrained tower is FqL's"
+    if tower:
+        pretrained = load_encoder(tower, max_tokens=SENTENCE.max_tokens).model
+        sentence, encoder_config = replace(SENTENCE, model=tower), replace(ENCODER_CONFIG, frozen_layers=2)
+        start = BranchStart(pretrained, encoder_config, SCALES["S"], pretrained.get_embedding_dimension())
+    elif weighed & {"F", "Fq", "A"}:  # F and Fq from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
         texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
                  for text in frame[column]]
         folder = tiny_encoder(scratch / "tiny", texts, seed) if weighed & {"F", "Fq"} else None
@@ -109,7 +118,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
                         VARIANTS[variant], start)
     with torch.no_grad():   # learned weights unlike the starting ones; an adapter that is not the identity
-        if model.weights is not None:
+        if model.weights is not None and not tower:
             model.weights.w += 0.3 * torch.randn_like(model.weights.w)
             model.weights.v += 0.3 * torch.randn_like(model.weights.v)
         if "A" in model.branches:
@@ -117,7 +126,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0) -> P
     save_model(model, VARIANTS[variant], scratch)
     Calibrator((0.0, 1.0), (1.0, 5.0)).save(scratch / "calibrator.json")
     encoder = {"encoder": scratch / ENCODER} if (scratch / ENCODER).is_dir() else {}
-    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=ENCODER_CONFIG),
+    return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=encoder_config),
                         scales=SCALES, words=parts.words,
                         sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
                         sentence=sentence)
