@@ -112,7 +112,7 @@ def test_intake_killed_at_random_adds_a_batch_whole_or_not_at_all_and_once(tmp_p
     started = time.monotonic()
     assert subprocess.run(ticketsim, cwd=folder.parent, capture_output=True).returncode == 0
     took = time.monotonic() - started   # a whole run's seconds, the span of the kills at a random time
-    for seed in range(4):
+    for seed in range(2 if command == "feedback export" else 4):    # each kind of kill at least once; MLflow's import is slow
         rng = random.Random(seed)
         folder, ticketsim, ours = intake_workspace(tmp_path / str(seed), command)
 
