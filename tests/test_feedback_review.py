@@ -10,17 +10,17 @@ import random
 import shutil
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 import pytest
+from feedback_batches import JUDGED_AT, LABEL_NAMES, judge_batch
 from retrain_standin import register_trained
 
 from ticketsim import cli
 from ticketsim.config import DatasetConfig, GateRule, SyntheticConfig, TrackingConfig, load_params
 from ticketsim.data.csvsource import read_corpus, write_corpus
-from ticketsim.data.feedback import Journal, Judgment, export
+from ticketsim.data.feedback import Journal, export
 from ticketsim.data.intake import text_query_id
 from ticketsim.data.review import review_log
 from ticketsim.data.synthetic import generate
@@ -33,10 +33,8 @@ from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.lifecycle.trusted import TAG, marked_pairs
 
 REPO = Path(__file__).resolve().parents[1]
-NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 QUERIES, MARKED = 60, 4      # new queries per judge; queries whose pairs a maintainer marks trusted
 FALSE = 0.1                  # the chance that a train label of the champion's data is false
-NAMES = {value: name for name, value in LABELS.items()}
 DATASET = "helpdesk"
 
 
@@ -68,23 +66,6 @@ def world(root: Path):
     return corpus, enduser, gold, truth, params
 
 
-def judge(journal: Journal, corpus: Corpus, champion, queries: pl.DataFrame, gold: dict, kind: str, via: str) -> None:
-    """Each query's top hit and a hit from ranks 6-10 of the champion's search, labelled as `kind` says."""
-    hits = champion.predict(None, queries.select("subject", "description").to_pandas())["ticket_ids"]
-    rows = []
-    for (query, subject, description), ranked in zip(queries.iter_rows(), hits):
-        top, low = ranked[0], ranked[random.Random(query).randrange(5, 10)]
-        labels = (LABELS["NO"], LABELS["YES"]) if kind == "poisoned" else (gold.get((query, top), 1), gold.get((query, low), 1))
-        rows += [(subject, description, ticket, label) for ticket, label in zip((top, low), labels)]
-    if kind == "shuffled":
-        labels = [label for *_, label in rows]
-        random.Random(7).shuffle(labels)
-        rows = [(*row[:3], label) for row, label in zip(rows, labels)]
-    tickets = {row["ticket_id"]: row for row in corpus.tickets.iter_rows(named=True)}
-    for subject, description, ticket, label in rows:
-        assert journal.record(Judgment(subject, description, ticket, NAMES[label], via), tickets[ticket], NOW).status == "recorded"
-
-
 def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_trusted_pairs_while_honest_feedback_trains(
         tmp_path, monkeypatch):
     monkeypatch.delenv(URI_VARIABLE, raising=False)
@@ -92,7 +73,7 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
     folder, fractions, model = Path(params.dataset(DATASET).raw), params.dataset(DATASET).split, "poison-helpdesk"
     marked = tmp_path / "trusted.csv"     # a maintainer's pairs: 4 queries given by their text, the generator's labels
     enduser.tail(MARKED).join(corpus.split("test"), on="query_id").select(
-        "subject", "description", "ticket_id", pl.col("label").replace_strict(NAMES, return_dtype=pl.String)).write_csv(marked)
+        "subject", "description", "ticket_id", pl.col("label").replace_strict(LABEL_NAMES, return_dtype=pl.String)).write_csv(marked)
     marked_pairs_count = pl.read_csv(marked).height
     params = replace(params, gate=replace(params.gate, trusted_pairs=str(marked)))
 
@@ -104,9 +85,9 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
 
     journal = Journal(tmp_path / "feedback" / "judgments.jsonl")
     for part, (kind, via) in enumerate((("honest", "page"), ("poisoned", "api"), ("shuffled", "model"))):
-        judge(journal, corpus, champion, enduser.slice(part * QUERIES, QUERIES), gold, kind, via)
+        judge_batch(journal, corpus, champion, enduser.slice(part * QUERIES, QUERIES), gold, kind, via)
     pairs_before = read_corpus(folder, fractions, IntakeReport()).pairs.height
-    checked = checked_export(params, journal.path, folder, fractions, NOW)
+    checked = checked_export(params, journal.path, folder, fractions, JUDGED_AT)
     print(checked.render())
     by_judge = {batch.judge: batch for batch in checked.batches}
     honest, poisoned, shuffled = by_judge["page"], by_judge["api"], by_judge["model"]
@@ -131,7 +112,7 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
         copy = tmp_path / f"accepted-{batch.judge}"
         shutil.copytree(folder, copy)
         accepted = replace(params, datasets={DATASET: replace(params.dataset(DATASET), raw=str(copy))})
-        assert export(journal.path, copy, fractions, NOW, batch.pairs.__contains__).intake.added
+        assert export(journal.path, copy, fractions, JUDGED_AT, batch.pairs.__contains__).intake.added
         version, trained, _ = register_trained(accepted, DATASET, truth)
         outcome = run_gate(accepted, record=False)
         print(f"trained on the {batch.judge} batch ({trained.false_share:.0%} false), gated on the trusted pairs:\n"

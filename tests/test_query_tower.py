@@ -1,10 +1,8 @@
 """Channel Fq, the query tower (model/branches.py): only the query side trains, the ticket side is channel S as cached,
 so the index's ticket vectors hold; its model folder keeps the query tower."""
 import json
-import random
 import shutil
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +11,7 @@ import polars as pl
 import pytest
 import torch
 import yaml
+from feedback_batches import JUDGED_AT, LABEL_NAMES, judge_batch
 from search_bundle import SENTENCE, make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus  # noqa: F401 - encoder_folder: the module's fixture
 
@@ -36,7 +35,7 @@ from ticketsim.config import (
     load_params,
 )
 from ticketsim.data.csvsource import write_corpus
-from ticketsim.data.feedback import Journal, Judgment
+from ticketsim.data.feedback import Journal
 from ticketsim.data.intake import text_query_id
 from ticketsim.data.review import accept
 from ticketsim.data.synthetic import generate
@@ -206,8 +205,6 @@ def test_ticketsim_retrain_registers_the_query_tower_on_the_champions_index_and_
 
 # ---- Feedback on the real road: checked before it trains, then gated on the trusted pairs (issue 47) -------------------
 FEEDBACK_QUERIES, MARKED_QUERIES, LABELLED = 60, 60, 40   # new queries per judge; a maintainer's fully judged ones; the folder's
-JUDGED_AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
-LABEL_NAMES = {value: name for name, value in LABELS.items()}
 
 
 def feedback_world(root: Path, parts) -> tuple[Corpus, pl.DataFrame, dict, Path, Path]:
@@ -232,26 +229,6 @@ def feedback_world(root: Path, parts) -> tuple[Corpus, pl.DataFrame, dict, Path,
     labels = [LABEL_NAMES[truth.get(pair, LABELS["NO"])] for pair in grid.select("query_id", "ticket_id").iter_rows()]
     grid.with_columns(label=pl.Series(labels, dtype=pl.String)).select("subject", "description", "ticket_id", "label").write_csv(marked)
     return corpus, enduser.head(3 * FEEDBACK_QUERIES), truth, folder, marked
-
-
-def judge_batch(journal: Journal, corpus: Corpus, ranker, queries: pl.DataFrame, truth: dict, kind: str, via: str) -> None:
-    """Each query's top hit and a hit from ranks 6-10 of the champion's own search, labelled as `kind` says: honest (the
-    generator's truth), poisoned (the top hit NO, the lower one YES) or shuffled (the honest labels permuted)."""
-    hits = ranker.predict(None, queries.select("subject", "description").to_pandas(), params={"k": 10})["ticket_ids"]
-    rows = []
-    for (query, subject, description), ranked in zip(queries.select("query_id", "subject", "description").iter_rows(), hits):
-        top, low = ranked[0], ranked[random.Random(query).randrange(5, 10)]
-        labels = (LABELS["NO"], LABELS["YES"]) if kind == "poisoned" else \
-            (truth.get((query, top), LABELS["NO"]), truth.get((query, low), LABELS["NO"]))
-        rows += [(subject, description, ticket, label) for ticket, label in zip((top, low), labels)]
-    if kind == "shuffled":
-        labels = [label for *_, label in rows]
-        random.Random(7).shuffle(labels)
-        rows = [(*row[:3], label) for row, label in zip(rows, labels)]
-    tickets = {row["ticket_id"]: row for row in corpus.tickets.iter_rows(named=True)}
-    for subject, description, ticket, label in rows:
-        judged = journal.record(Judgment(subject, description, ticket, LABEL_NAMES[label], via), tickets[ticket], JUDGED_AT)
-        assert judged.status == "recorded", judged.message
 
 
 def gate_figures(markdown: str) -> str:
