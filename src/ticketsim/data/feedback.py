@@ -254,14 +254,15 @@ def export(journal: str | Path, folder: str | Path, fractions: dict[str, float],
     for query_id, ticket_id, label, origin in batch["pairs"].select("query_id", "ticket_id", "label", ORIGIN).iter_rows():
         key = (query_id, ticket_id.strip())
         known = labelled.get(key)
+        taken = known is None and (take is None or take(key))
         if known is not None and known.label == parse_label(label):
             present += 1
         elif known is not None:
             contradicting.append(f"{origin}: pair ({query_id}, {ticket_id}): label {label} contradicts label {known.label} "
                                  f"at {known.origin}")
-        elif take is not None and not take(key):
+        elif not taken:
             held_back += 1
-        keep.append(known is None and (take is None or take(key)))
+        keep.append(taken)
     pairs = batch["pairs"].filter(pl.Series(keep, dtype=pl.Boolean))
     queries = batch["queries"].filter(pl.col("query_id").is_in(pairs["query_id"].implode()))
     intake = add_batch(folder, journal, {**batch, "pairs": pairs, "queries": queries}, fractions) if pairs.height else \

@@ -85,9 +85,15 @@ def generation_of(directory: Path) -> Path:
 
 def read_manifest(directory: Path) -> dict:
     """The manifest of the generation in force of an index folder."""
-    generation = generation_of(Path(directory))
+    return in_force(Path(directory))[1]
+
+
+def in_force(directory: Path) -> tuple[Path, dict]:
+    """(the generation in force, its manifest): `CURRENT` read once, so a writer switching it meanwhile cannot pair one
+    generation's manifest with another's files."""
+    generation = generation_of(directory)
     try:
-        return json.loads((generation / MANIFEST).read_text())
+        return generation, json.loads((generation / MANIFEST).read_text())
     except FileNotFoundError:
         raise StepError(f"{directory}: {POINTER} names {generation.name}, which is missing; {REBUILD}") from None
 
@@ -148,8 +154,7 @@ class TicketIndex:
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
         directory = Path(directory)
-        manifest = read_manifest(directory)
-        generation = generation_of(directory)
+        generation, manifest = in_force(directory)
         layout = manifest["layout"]
         bm25 = BM25Config(**manifest["bm25"])
         index = cls(directory, generation, manifest["model_hash"],

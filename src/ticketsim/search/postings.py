@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +47,18 @@ class Postings:
     def df(self, word_id: int) -> int:
         return int(self.indptr[word_id + 1] - self.indptr[word_id])
 
+    @cached_property
+    def average_length(self) -> float:
+        """The tickets' mean number of tokens (bm25s's: the sum over the count), once per loaded index, not per query."""
+        return float(self.lengths.sum()) / self.tickets if self.tickets else 1.0
+
     @property
     def idf(self) -> Idf:
         return Idf(self)
 
     def bm25(self, words: Sequence[str]) -> np.ndarray:
         """(tickets,) float32: BM25 of a query's words (repeats count, unknown words add nothing) against every ticket."""
-        n, scores = self.tickets, np.zeros(self.tickets, np.float32)
-        average = float(self.lengths.sum()) / n if n else 1.0
+        n, scores, average = self.tickets, np.zeros(self.tickets, np.float32), self.average_length
         for word_id in filter(lambda i: i is not None, map(self.word_id, words)):
             start, end = int(self.indptr[word_id]), int(self.indptr[word_id + 1])
             docs, tf = self.docs[start:end], self.tf[start:end]
