@@ -30,6 +30,16 @@ def test_each_positive_is_scored_against_the_batchs_tickets_not_relevant_to_its_
     rel = mnrl(z[0], 1, [2])
     assert contrastive(ROWS, TARGETS, reduction="sum", rel="positive") == pytest.approx((q0 + q1 + rel).item())
     assert contrastive(ROWS, TARGETS, reduction="sum", rel="soft") == pytest.approx((q0 + q1 + rel / 2).item())
+    q0_beside_rel = mnrl(z[0], 0, [1, 2])                     # negative: REL t1 joins q0's negatives, no positive of its own
+    assert contrastive(ROWS, TARGETS, reduction="sum", rel="negative") == pytest.approx((q0_beside_rel + q1).item())
+
+
+@pytest.mark.parametrize("rel, push", [("negative", "apart"), ("neither", "none"), ("positive", "together")])
+def test_a_rel_pair_as_a_hard_negative_is_pushed_apart(rel, push):
+    values = ROWS.values.clone().requires_grad_(True)
+    contrastive(InBatch(values, ROWS.query, ROWS.ticket), TARGETS, rel=rel).backward()
+    step = -values.grad[0, 1].item()    # gradient descent's move of g(q0, its REL t1)
+    assert {"apart": step < 0, "none": step == 0, "together": step > 0}[push], step
 
 
 def test_a_higher_in_batch_negative_costs_more_and_a_row_without_negatives_adds_nothing():

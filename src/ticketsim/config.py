@@ -244,7 +244,8 @@ class VariantConfig:
     learn: bool = False             # W and V trained with the model (kept positive), starting at these values
     loss: Literal["mse", "pairwise", "softmax", "contrastive"] = "mse"   # mse to rescaled labels (the paper) | a per-query
                                     # ranking loss | contrastive: in-batch negatives, L fused after (model/losses.py)
-    rel: Literal["neither", "positive", "soft"] = "neither"   # contrastive: a REL pair is no positive | one | half of one
+    rel: Literal["neither", "positive", "soft", "negative"] = "neither"   # contrastive: a REL pair is left out | a
+                                    # positive | half of one | a hard negative (model/losses.py)
     selfsup: bool = False           # first train the branches on pairs mined from the tickets (siamese.selfsup)
     labels: bool = True             # then (or only) on the labelled pairs; false: no labelled pair is learnt from
     train: dict[str, Any] = field(default_factory=dict)   # this variant's values over siamese.train (lr, epochs, ...)

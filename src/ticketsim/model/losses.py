@@ -81,22 +81,25 @@ class InBatch:
     ticket: torch.Tensor
 
 
-REL_WEIGHT = {"positive": 1.0, "soft": 0.5, "neither": 0.0}    # how a REL pair counts as a positive
+# How a REL pair (same equipment, other fault) enters: its weight as a positive, and whether it is a negative too.
+REL_ROLE = {"positive": (1.0, False), "soft": (0.5, False), "neither": (0.0, False), "negative": (0.0, True)}
 
 
 def contrastive(scored: InBatch, targets: torch.Tensor, groups: torch.Tensor | None = None, reduction: str = "mean",
                 rel: str = "neither") -> torch.Tensor:
     """In-batch negatives with hard negatives (sentence-transformers' MultipleNegativesRankingLoss): each YES pair's
     -log softmax share, over logits log g, against every ticket of the batch not labelled relevant to its query: its
-    NO candidates and the other queries' tickets. A REL pair is no negative; `rel` says whether it is a positive too
-    (positive: like YES; soft: at half the weight; neither: left out). Sum over the positives; 'mean' divides by the rows.
+    NO candidates and the other queries' tickets. `rel` says how a REL pair enters: positive (like YES), soft (a positive
+    at half the weight), neither (left out), negative (a hard negative: the nearest wrong answer a help desk sees). Sum
+    over the positives; 'mean' divides by the rows.
 
     Why: a per-query pairwise loss over graded labels asks REL (same equipment, other fault) to outrank NO (same fault,
     other equipment) and learns the equipment word; here a query's answer must beat the whole batch (issue 32)."""
     z = torch.log(scored.values.clamp(min=torch.finfo(scored.values.dtype).tiny))    # log g: minus the distance
     target = torch.full(z.shape, -1.0).index_put((scored.query, scored.ticket), targets)   # -1: unlabelled in the batch
-    negative = target <= 0
-    weight = torch.where(target >= 1, 1.0, torch.where(target > 0, REL_WEIGHT[rel], 0.0))
+    rel_weight, rel_negative = REL_ROLE[rel]
+    negative = target < 1 if rel_negative else target <= 0
+    weight = torch.where(target >= 1, 1.0, torch.where(target > 0, rel_weight, 0.0))
     # Not -inf where a row has no negative: logsumexp's gradient there would be nan (its term has weight 0 anyway).
     lse_negative = torch.logsumexp(z.masked_fill(~negative, -1e4), dim=1, keepdim=True)
     total = (weight * F.softplus(lse_negative - z))[weight > 0].sum()     # -log e^z / (e^z + sum over negatives)
