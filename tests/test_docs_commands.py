@@ -31,7 +31,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python -m pytest": "the suite itself: .ci/run runs it",
     "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json":
         "run by tests/test_select_merge.py (the committed reports joined)",
-    "python benchmarks/suite_cpu.py": "the suite with its CPU recorded: tests/test_suite_cpu.py runs it on a pytest session of its own",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
     "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
@@ -50,11 +49,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim validate --csv tests/fixtures/exports/jira --columns jira": RUN_HERE,
     "ticketsim index build --tickets tests/fixtures/exports/servicenow.csv --columns servicenow --index servicenow-index":
         "needs a trained bundle: tests/test_exports.py builds and grows an index from the same export on a small one",
-    "python stages/comparators.py default --model mvlstm --corpus data/default/prepared --tokens data/default/tokens "
-    "--word2vec data/default/channels/word2vec.kv --char-blstm data/default/channels/char_blstm.pt "
-    "--out /tmp/cmp/models/default/comparators/mvlstm --metrics /tmp/cmp/metrics/default/comparators/mvlstm.json "
-    "--plots /tmp/cmp/plots/default/comparators/mvlstm --params /tmp/cmp/params.yaml":
-        "needs the pipeline's outputs and minutes of training: tests/test_pipeline.py runs every comparators stage",
     "ticketsim export --out data/labeled --set-params": RUN_HERE + " (its output as docs/retraining.md shows it)",
     "dvc add data/labeled": "tests/retrain_workspace.py (make_workspace)",
     'git add data/labeled.dvc data/.gitignore params.yaml && git commit -m "labelled data under DVC"':
@@ -98,41 +92,12 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
     "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
         "needs a running page: tests/test_feedback.py asks /api/search",
-    "python benchmarks/finetune_cv.py pack default prepared.pkl --variants Szs+L A+L F+L Fc+L":
-        "run by tests/test_finetune_cv.py (slow tier: two of the rows, on the bare-clone pipeline's files)",
-    "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv":
-        "run by tests/test_finetune_cv.py (slow tier: a tiny random encoder, 3 folds x 2 seeds)",
-    "ticketsim select --dataset default --variants Fq+L Fqc+L A+L --folds 5 --seeds 0 1 2 --out towers.json":
-        "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
-        "files (fewer folds, seeds and epochs)",
-    "ticketsim select --dataset default --variants Fqc+L Fqc+L-relpos Fqc+L-relsoft --folds 5 --seeds 0 1 2":
-        "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
-        "files; tests/test_contrastive.py each `rel`",
     "ticketsim select --dataset default --variants A+L Ac+L Ac+L-relpos --folds 5 --seeds 0 1 2 --cross ../semws semeval":
         "a SemEval workspace beside it: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's files "
         "with the registered Ac+L-relpos, tests/test_shift.py the cross-dataset shift",
     "ticketsim select --workspace ../semws --dataset semeval --variants A+L Ac+L Ac+L-relpos --folds 5 --seeds 0 1 2 "
     "--baselines":
         "13 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
-    "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
-        "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with Ac+L-relpos and Fq+L",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Fc+L Fc+L-relpos F+L A+L":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 0 --folds 5 --out cv":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
-        "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote)",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Szs+L Ac+L-relpos Fc+L-relpos":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 2 0 1 --folds 5 --budget 370 --out cv":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Szs+L Fc+S+L-relpos":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "for s in 0 1 2; do python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds $s --folds 5 --out cv & "
-    "done; wait":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "ticketsim select --merge cv/seed0.json cv/seed2.json --out select.json":
-        "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote, merged)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files with 3 folds, 1 seed and 1 epoch",
@@ -143,11 +108,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim curve --workspace ../semws --dataset semeval --variants Ac+L-relpos Szs+L --out reports/curve/semeval.json "
     "--plot docs/img/learning_curve_semeval.png":
         "a SemEval workspace: tests/test_pipeline.py runs `ticketsim curve` on the default dataset",
-    "ticketsim select --workspace ../semws --dataset semeval --variants A+L Fq+L Fqc+L --folds 5 --seeds 0 1 2 --baselines":
-        "43 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset, "
-        "tests/test_shift.py the later-year and cross-part shifts on a tiny threaded corpus",
-    "ticketsim select --workspace ../semws --dataset semeval --variants 22 22+S+L best best+R --baselines":
-        "many minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
     'ticketsim search --index servicenow-index --subject "vpn keeps disconnecting"':
         "needs a trained bundle: tests/test_exports.py searches an index built from this export with a small one",
     "dvc exp run -S '+datasets.mydesk={source: csv, raw: exports/mydesk, columns: servicenow, labels: false}' register@mydesk":
@@ -155,35 +115,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
         TICKETS_ONLY,
     "ticketsim validate --csv exports/mydesk --columns servicenow --tickets-only": TICKETS_ONLY,
-    "python benchmarks/dayone_exports.py --sizes 1 5 300":
-        "a benchmark of the day-one pipeline in a clone per export shape and size (minutes each), not a test",
-    "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
-        "a benchmark of about 16 minutes (the tickets-only pipeline on 500 SemEval threads), not a test",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
-    "python benchmarks/pipeline_time.py --baseline main": "a benchmark of two whole pipelines (about an hour), not a test",
-    "python benchmarks/encoding_speed.py": "a benchmark (minutes of encoding), not a test",
-    "python benchmarks/search_cold_start.py --model models/default/bundle --index models/default/index --repeat 3":
-        "a benchmark (two code revisions, a minute or two), not a test; tests/test_fast_query.py checks what it times",
-    "python benchmarks/half_weights.py minilm-fp16": "run by tests/test_gpu_check.py (slow tier), then gpu_check.py on the copy",
-    "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000":
-        "run by tests/test_gpu_check.py (smaller, with polars, MLflow and DVC unimportable; on MiniLM in the slow tier)",
-    "python benchmarks/index_memory.py --tickets 1000 --enduser 200":
-        "a benchmark (tiny bundles trained, then 200k vectors in two formats), not a test; tests/test_index_precision.py "
-        "checks the float16 index's top 10 and bytes",
-    "python benchmarks/encode_backends.py --passages 2000 --rounds 4":
-        "a benchmark (minutes of encoding per backend), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
-    "python benchmarks/int8_ranking.py --tickets 200 --threads 1":
-        "a benchmark (the corpus encoded three times), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
-    "python benchmarks/million.py --tiny SL --tickets 100000 --measure 60 --add 60 --queries 30 --requests 100":
-        "a benchmark (an index of 100,000 tickets, the page, index add), not a test; tests/test_scale_benchmarks.py runs it at "
-        "500 tickets on a tiny bundle",
-    "python benchmarks/index_scale.py --model models/default/bundle --index models/default/index --tickets 100000":
-        "a benchmark (the registered index tiled to 100,000 tickets, cold searches, the page, index add), not a test; "
-        "tests/test_scale_benchmarks.py runs it at 400 tickets on a tiny bundle",
-    "python benchmarks/serve_load.py":
-        "a benchmark (two servers under load), not a test; tests/test_search_serving.py and test_feedback_server.py serve",
 }
 
 
@@ -285,9 +219,9 @@ def write_semeval_fixture(folder: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_semeval_switch_of_the_readme_runs_as_written_up_to_prepare(tmp_path):
+def test_the_semeval_switch_of_the_docs_runs_as_written_up_to_prepare(tmp_path):
     shown = shown_commands()
-    assert SEMEVAL_SWITCH in shown and shown[SEMEVAL_SWITCH].startswith("README.md")
+    assert SEMEVAL_SWITCH in shown and shown[SEMEVAL_SWITCH].startswith("docs/datasets.md")
     repo = clone(tmp_path / "repo")
     write_semeval_fixture(tmp_path / "shared/data/semeval2016-task3")   # ../shared beside the clone, as the command says
     for git in ("config user.email docs@test", "config user.name docs-test", "add -A", "commit -qm clone"):

@@ -1,21 +1,15 @@
-"""benchmarks/finetune_cv.py as docs/model.md shows it, smaller: pack the bare-clone pipeline's prepared corpus and
+"""benchmarks/finetune_cv.py, smaller than on a GPU: pack the bare-clone pipeline's prepared corpus and
 tokens, run select's cross-validation from the pickle with a tiny random encoder (F's rows then train on it), and merge
 the per-seed reports with `ticketsim select --merge`."""
 import json
 
 import pytest
 from conftest import REPO, run
-from test_docs_commands import COMMANDS
 from tiny_encoder import tiny_encoder
-
-PACK = "python benchmarks/finetune_cv.py pack default prepared.pkl --variants Szs+L A+L F+L Fc+L"
-RUN = "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv"
-MERGE = "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json"
 
 
 @pytest.mark.slow
 def test_pack_run_and_merge_give_one_select_report(repro_workspace, tmp_path):
-    assert all(COMMANDS[command].startswith("run by tests/test_finetune_cv.py") for command in (PACK, RUN, MERGE))
     packed = tmp_path / "prepared.pkl"
     run(str(REPO / "benchmarks/finetune_cv.py"), "pack", "default", str(packed), "--variants", "Szs+L", "Fc+L",
         cwd=repro_workspace, module=False)

@@ -1,7 +1,7 @@
 """Day one: a dataset of tickets and no labelled pair (`labels: false`) runs `dvc repro` to a registered, indexed,
 searchable model of siamese.unlabelled; the stages that need labels skip it, each saying so.
 
-The quick start of docs/helpdesk-data.md runs here as written, with the default params a help desk runs it with, on
+The quick start of docs/day-one.md runs here as written, with the default params a help desk runs it with, on
 ServiceNow-shaped exports of one synthetic ticket and of five placed where the command points, each in a throwaway
 clone."""
 import json
@@ -141,7 +141,7 @@ def test_the_quick_start_runs_as_written_on_one_ticket_and_on_five_to_a_register
     what it shrank, `validate --tickets-only` counts the tickets, and the search lists every ticket of the base."""
     shown = shown_commands()
     for command in (*QUICK_START, VALIDATE):
-        assert shown[command].startswith("docs/helpdesk-data.md")
+        assert shown[command].startswith("docs/day-one.md")
         assert COMMANDS[command].startswith(RUN_HERE.replace("test_docs_commands", "test_tickets_only"))
     repos, job = started or start_small_bases(tmp_path)
     job.wait(timeout=1800)

@@ -1,0 +1,72 @@
+"""docs/ is a reference, not a diary: every page at most LIMIT bytes, no issue numbers and no dates in the pages or the
+README (history goes to CHANGELOG.md), a README under README_LINES lines, and every relative link of a page leads to a
+file of the repository and, with an anchor, to one of that page's headings."""
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = sorted((REPO / "docs").glob("*.md"))
+README = REPO / "README.md"
+LIMIT = 16_000          # bytes of one page: about 15 KB, a page a reader can hold
+README_LINES = 80
+GENERATED = {"docs/params.md"}      # written from the params schema by its generator; a link to it may precede it
+
+MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+HISTORY = {
+    "an issue number": re.compile(r"\bissues? #?\d+", re.I),
+    "a date": re.compile(rf"\b\d{{1,2}} {MONTH}\b|\b{MONTH} \d{{4}}\b|\b(?:19|20)\d\d-[01]\d-[0-3]\d\b"),
+}
+
+
+def test_there_are_pages():
+    assert len(PAGES) >= 5 and README.is_file()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_page_is_over_the_limit(page):
+    size = len(page.read_bytes())
+    assert size <= LIMIT, f"{page.relative_to(REPO)} is {size:,} bytes, over {LIMIT:,}: split it or say less"
+
+
+@pytest.mark.parametrize("doc", [README, *PAGES], ids=lambda p: p.name)
+def test_no_issue_number_and_no_date(doc):
+    found = [f"{doc.relative_to(REPO)}:{doc.read_text().count(chr(10), 0, m.start()) + 1}: {what} ({m[0]!r})"
+             for what, pattern in HISTORY.items() for m in pattern.finditer(doc.read_text())]
+    assert not found, "history belongs in CHANGELOG.md, not in the reference:\n" + "\n".join(found)
+
+
+def test_the_readme_is_short():
+    lines = README.read_text().count("\n")
+    assert lines < README_LINES, f"README.md has {lines} lines; keep it under {README_LINES} and link to docs/"
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)     # a # inside a code block is no heading
+    return {slug(m[1]) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("doc", [README, *PAGES], ids=lambda p: p.name)
+def test_every_relative_link_leads_somewhere(doc):
+    text = re.sub(r"^```.*?^```", "", doc.read_text(), flags=re.M | re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue                                    # http(s), mailto: not checked offline
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        name = file.relative_to(REPO).as_posix() if file.is_relative_to(REPO) else str(file)
+        if name in GENERATED:
+            continue
+        if not file.exists():
+            broken.append(f"{target}: no file {name}")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target}: no heading of {name} has the anchor #{anchor}")
+    assert not broken, f"{doc.relative_to(REPO)}:\n" + "\n".join(broken)
