@@ -7,6 +7,7 @@ from ticketsim.config.load import (
     RESEARCH,
     SEMEVAL_FILES,
     csv_delimiter,
+    homes,
     load_columns,
     load_params,
     load_tuned,
@@ -15,6 +16,7 @@ from ticketsim.config.load import (
     with_default_files,
 )
 from ticketsim.config.paths import stage_paths
+from ticketsim.config.reference import markdown
 from ticketsim.config.schema import (
     BM25Config,
     ChannelRows,
@@ -60,6 +62,6 @@ __all__ = [
     "EvaluationConfig", "FinetuneConfig", "GateConfig", "GateRule", "IndexConfig", "LDAConfig", "MiningConfig", "Params",
     "PrunerConfig", "RetrainConfig", "ReviewConfig", "SearchSpace", "SentenceConfig", "ServeConfig", "SiameseParams",
     "SyntheticConfig", "TextConfig", "TextLengths", "TopicVocabularyConfig", "TopicsConfig", "TrackingConfig", "TrainConfig",
-    "TuneConfig", "VariantConfig", "Word2VecConfig", "build", "coerce", "csv_delimiter", "load_columns", "load_params",
-    "load_tuned", "param", "read_yaml", "set_dataset", "stage_paths", "text_encoding", "with_default_files",
+    "TuneConfig", "VariantConfig", "Word2VecConfig", "build", "coerce", "csv_delimiter", "homes", "load_columns", "load_params",
+    "load_tuned", "markdown", "param", "read_yaml", "set_dataset", "stage_paths", "text_encoding", "with_default_files",
 ]

@@ -18,7 +18,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     """The params file and, where there is one beside it, params-research.yaml, over the schema's defaults. A key the
     schema lacks is refused naming the file it is written in; a top-level section may be split over the two files,
     but each of its keys is set in one (dvc.yaml names the file it reads a key from)."""
-    files = [Path(path), *[research for research in [Path(path).with_name(RESEARCH)] if research.is_file()]]
+    files = params_files(path)
     raw: dict[str, Any] = {}
     for file in files:
         values = read_yaml(file, "params file") or {}
@@ -55,6 +55,23 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         except ConfigError as error:
             raise ConfigError(f"{path}: {str(error).removeprefix('params: ')}") from None
     return params
+
+
+def params_files(path: str | Path) -> list[Path]:
+    """The params file and params-research.yaml beside it, where there is one."""
+    research = Path(path).with_name(RESEARCH)
+    return [Path(path), *([research] if research.is_file() else [])]
+
+
+def homes(path: str | Path) -> dict[str, str]:
+    """The file (its name) that sets each section, or each key of a section split over the two files."""
+    sections = [(file.name, read_yaml(file, "params file") or {}) for file in params_files(path)]
+    split = {section for _, values in sections for section in values if sum(section in v for _, v in sections) > 1}
+    found: dict[str, str] = {}
+    for name, values in sections:
+        for section, value in values.items():
+            found.update({f"{section}.{key}": name for key in value} if section in split else {section: name})
+    return found
 
 
 def merged(first: dict[str, Any], second: dict[str, Any], first_file: Path, second_file: Path) -> dict[str, Any]:

