@@ -29,9 +29,11 @@ def test_the_page_names_every_key_and_the_file_that_sets_it():
     page = (REPO / "docs/params.md").read_text()
     for key in ("`trainable`", "`<name>.source`", "`review.top_k`", "`variants.<name>.loss`", "`models`", "`port`"):
         assert f"| {key} |" in page, key
-    assert "## `siamese`\n\nThe Siamese LSTM and its rows; set in params-research.yaml, but `final`, `unlabelled`, " \
-           "`registered_model` in params.yaml." in page
-    assert "## `tune`\n\nThe Optuna search; set in params-research.yaml." in page
+    sections = dict(part.split("\n\n", 2)[:2] for part in page.split("\n## ")[1:])
+    assert sections["`siamese`"].endswith("set in params-research.yaml, but `final`, `unlabelled`, `registered_model` in "
+                                          "params.yaml.")
+    assert sections["`tune`"].endswith("set in params-research.yaml.") and sections["`seed`"].endswith("set in params.yaml.")
+    assert sections["`serve`"].endswith("set in params.yaml (no key set: every one at its default).")
 
 
 def test_params_prints_the_values_in_force():

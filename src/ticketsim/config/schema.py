@@ -551,24 +551,29 @@ class Params:
 
     seed: int = param(MISSING, "the seed of every random choice of the pipeline")
     datasets: dict[str, DatasetConfig] = param(MISSING, "name -> dataset: every stage runs on each (dvc.yaml: foreach)")
-    tracking: TrackingConfig = param(TrackingConfig(), "MLflow")
-    synthetic: SyntheticConfig = param(SyntheticConfig(), "the embedded corpus generator")
-    text: TextConfig = param(TextConfig(), "tokens")
-    evaluation: EvaluationConfig = param(EvaluationConfig(), "measures")
-    bm25: BM25Config = param(BM25Config(), "BM25")
-    sentence: SentenceConfig = param(SentenceConfig(), "channel S's encoder")
-    encode: EncodeConfig = param(EncodeConfig(), "where channel S is encoded")
-    rows: dict[str, ChannelRows] = param({}, "channel -> its unsupervised Table 5 rows (stage rows)")
-    siamese: SiameseParams = param(SiameseParams(), "the Siamese LSTM and its rows")
-    finetune: FinetuneConfig = param(FinetuneConfig(), "channel F's rows")
-    topics: TopicsConfig = param(TopicsConfig(), "channel T")
-    embedding: EmbeddingConfig = param(EmbeddingConfig(), "channel E")
-    gate: GateConfig = param(GateConfig(), "the retraining gate")
-    retrain: RetrainConfig = param(RetrainConfig(), "`ticketsim retrain`")
-    serve: ServeConfig = param(ServeConfig(), "`ticketsim serve`")
-    index: IndexConfig = param(IndexConfig(), "the search index")
-    tune: TuneConfig = param(TuneConfig(), "the Optuna search")
-    comparators: ComparatorsConfig = param(ComparatorsConfig(), "the comparator models")
+    tracking: TrackingConfig = param(TrackingConfig(), "where MLflow records the runs of the stages and commands")
+    synthetic: SyntheticConfig = param(SyntheticConfig(), "the embedded corpus generator, of datasets with `source: synthetic`")
+    text: TextConfig = param(TextConfig(), "sentences, words and their normalisation (stage prepare)")
+    evaluation: EvaluationConfig = param(EvaluationConfig(), "how every method is measured")
+    bm25: BM25Config = param(BM25Config(), "BM25: channel L and the baseline row")
+    sentence: SentenceConfig = param(SentenceConfig(), "channel S: a pretrained sentence encoder, never downloaded unless "
+                                                       "`download`")
+    encode: EncodeConfig = param(EncodeConfig(), "where a knowledge base's channel S is encoded (stage sentence_encoder, "
+                                                 "`ticketsim index build` and `index add`)")
+    rows: dict[str, ChannelRows] = param({}, "the paper's unsupervised Table 5 rows of each cached channel (stage rows)")
+    siamese: SiameseParams = param(SiameseParams(), "the Replicated Siamese LSTM and every row trained with it (stages "
+                                                    "siamese, tune, final)")
+    finetune: FinetuneConfig = param(FinetuneConfig(), "where the siamese stage also trains channel F's rows")
+    topics: TopicsConfig = param(TopicsConfig(), "channel T (stage topics): DocNADE M1 and M2, LDA, held-out perplexity")
+    embedding: EmbeddingConfig = param(EmbeddingConfig(), "channel E (stage embedding): word2vec ++ the char-BLSTM")
+    gate: GateConfig = param(GateConfig(), "the quality gate of `ticketsim gate` and `retrain`: a new model version "
+                                           "against the champion")
+    retrain: RetrainConfig = param(RetrainConfig(), "`ticketsim retrain` and its two roads")
+    serve: ServeConfig = param(ServeConfig(), "`ticketsim serve`: the search page, its JSON API and the feedback journal")
+    index: IndexConfig = param(IndexConfig(), "the search index (stage index)")
+    tune: TuneConfig = param(TuneConfig(), "the Optuna search of the final variant's W, V and LSTM size on train + dev "
+                                           "(stage tune)")
+    comparators: ComparatorsConfig = param(ComparatorsConfig(), "the neighbouring text-matching models (stage comparators)")
 
     def dataset(self, name: str) -> DatasetConfig:
         if name not in self.datasets:
