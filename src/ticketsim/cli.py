@@ -415,10 +415,12 @@ def params_command(args: argparse.Namespace) -> int:
     key, docs/params.md."""
     import dataclasses
 
-    from ticketsim.config import homes, load_params, markdown
+    from ticketsim.config import homes, load_params, reference_markdown
 
-    print(markdown(homes(args.params)) if args.markdown else json.dumps(dataclasses.asdict(load_params(args.params)), indent=2),
-          end="" if args.markdown else "\n")
+    if args.markdown:
+        print(reference_markdown(homes(args.params)), end="")
+    else:
+        print(json.dumps(dataclasses.asdict(load_params(args.params)), indent=2))
     return OK
 
 

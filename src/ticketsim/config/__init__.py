@@ -16,7 +16,7 @@ from ticketsim.config.load import (
     with_default_files,
 )
 from ticketsim.config.paths import stage_paths
-from ticketsim.config.reference import markdown
+from ticketsim.config.reference import reference_markdown
 from ticketsim.config.schema import (
     BM25Config,
     ChannelRows,
@@ -63,5 +63,5 @@ __all__ = [
     "PrunerConfig", "RetrainConfig", "ReviewConfig", "SearchSpace", "SentenceConfig", "ServeConfig", "SiameseParams",
     "SyntheticConfig", "TextConfig", "TextLengths", "TopicVocabularyConfig", "TopicsConfig", "TrackingConfig", "TrainConfig",
     "TuneConfig", "VariantConfig", "Word2VecConfig", "build", "coerce", "csv_delimiter", "homes", "load_columns", "load_params",
-    "load_tuned", "markdown", "param", "read_yaml", "set_dataset", "stage_paths", "text_encoding", "with_default_files",
+    "load_tuned", "param", "read_yaml", "reference_markdown", "set_dataset", "stage_paths", "text_encoding", "with_default_files",
 ]

@@ -25,7 +25,7 @@ ticketsim params --markdown > docs/params.md
 """
 
 
-def markdown(homes: dict[str, str]) -> str:
+def reference_markdown(homes: dict[str, str]) -> str:
     """The reference page; `homes`: section (or section.key, for a section split over the files) -> the file setting it."""
     seen: dict[type, tuple[str, Any]] = {}
     parts = [HEAD]
