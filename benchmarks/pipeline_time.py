@@ -11,8 +11,8 @@ and counts the stage processes each ran. The baseline goes first; a busy machine
     python benchmarks/pipeline_time.py [--baseline main] [--params tiny.yaml] [--fast-target register@default]
 
 The full default pipeline takes about 25 minutes per side on 2 cores (about 50 in all, plus the fast paths).
-`--params FILE` puts FILE in place of both sides' params.yaml (e.g. small epochs and sizes, to check the benchmark
-itself in minutes); the figures are then not the pipeline's.
+`--params FILE` puts FILE, and the params-research.yaml beside it, in place of both sides' params files (e.g. small
+epochs and sizes, to check the benchmark itself in minutes); the figures are then not the pipeline's.
 """
 from __future__ import annotations
 
@@ -46,8 +46,10 @@ def bare_layout(revision: str, root: Path, params: Path | None) -> Path:
     for name in OUTPUTS:
         shutil.rmtree(root / name, ignore_errors=True)
     (root / "dvc.lock").unlink(missing_ok=True)
-    if params is not None:
-        shutil.copy2(params, root / "params.yaml")
+    if params is not None:      # with the params-research.yaml beside it, where there is one
+        for source, name in ((params, "params.yaml"), (params.with_name("params-research.yaml"), "params-research.yaml")):
+            if source.is_file():
+                shutil.copy2(source, root / name)
     for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "bare layout"]):
         subprocess.run(command, cwd=root, check=True, capture_output=True, env=environment(root))
     return root
@@ -90,7 +92,8 @@ def measure(revision: str, workdir: Path, params: Path | None, fast_target: str)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", default="main", help="the revision to compare with (default: main)")
-    parser.add_argument("--params", type=Path, help="a params.yaml for both sides instead of each side's own")
+    parser.add_argument("--params", type=Path, help="a params.yaml (and the params-research.yaml beside it) for both "
+                                                     "sides instead of each side's own")
     parser.add_argument("--fast-target", default="register@default", help="the fast path's dvc repro target")
     parser.add_argument("--workdir", type=Path, help="where the layouts go (default: a temporary folder, removed after)")
     args = parser.parse_args()

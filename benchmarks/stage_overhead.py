@@ -25,7 +25,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
-TINY = {  # dotted key -> value, set where the side's params have the key
+TINY = {  # dotted key -> value, set where one of the side's params files has the key
     "synthetic.n_tickets": 60, "synthetic.n_labeled_queries": 20, "synthetic.n_enduser_queries": 4,
     "embedding.word2vec.epochs": 1, "embedding.char_blstm.epochs": 1, "topics.n_topics": 4, "topics.heldout": 6,
     "topics.docnade.epochs": 1, "topics.lda.passes": 1, "topics.lda.particles": 2, "siamese.train.epochs": 1,
@@ -48,17 +48,22 @@ def clone(rev: str | None, root: Path) -> Path:
     for name in OUTPUTS:
         shutil.rmtree(root / name, ignore_errors=True)
     (root / "dvc.lock").unlink(missing_ok=True)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["datasets"] = {"default": params["datasets"]["default"]}
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
-    for dotted, value in TINY.items():
-        *path, key = dotted.split(".")
-        node = params
-        for part in path:
-            node = node.get(part, {})
-        if key in node:
-            node[key] = value
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for name in ("params.yaml", "params-research.yaml"):    # a side from before the split has no research file
+        if not (root / name).is_file():
+            continue
+        params = yaml.safe_load((root / name).read_text())
+        if "datasets" in params:
+            params["datasets"] = {"default": params["datasets"]["default"]}
+        if "variants" in params.get("siamese", {}):
+            params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in ("15", "22")}
+        for dotted, value in TINY.items():
+            *path, key = dotted.split(".")
+            node = params
+            for part in path:
+                node = node.get(part, {})
+            if key in node:
+                node[key] = value
+        (root / name).write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     return root
 

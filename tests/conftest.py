@@ -28,16 +28,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import yaml
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
-from ticketsim.config import SyntheticConfig, TextConfig
+from ticketsim.config import RESEARCH, SyntheticConfig, TextConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -180,6 +182,33 @@ def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subpr
     return done
 
 
+PARAMS_FILES = ("params.yaml", RESEARCH)
+
+
+def edit_params(root: Path, change: Callable[[dict], Any]) -> Path:
+    """`change` applied to root's params as one mapping (the sections of params.yaml and params-research.yaml joined),
+    each section written back to the file that set it (each key of a section split over both, to its own; a new one to
+    params.yaml): root's params.yaml."""
+    files = {name: yaml.safe_load((root / name).read_text()) if (root / name).is_file() else {} for name in PARAMS_FILES}
+    joined: dict = {}
+    for values in files.values():
+        for section, value in values.items():
+            joined[section] = {**joined[section], **value} if section in joined else value
+    change(joined)
+    out: dict[str, dict] = {name: {} for name in PARAMS_FILES}
+    for section, value in joined.items():
+        holders = [name for name in PARAMS_FILES if section in files[name]]
+        if len(holders) > 1:
+            for key, item in value.items():
+                out[next((n for n in holders if key in files[n][section]), "params.yaml")].setdefault(section, {})[key] = item
+        else:
+            out[(holders or ["params.yaml"])[0]][section] = value
+    for name, values in out.items():
+        if values or (root / name).is_file():
+            (root / name).write_text(yaml.safe_dump(values, sort_keys=False))
+    return root / "params.yaml"
+
+
 def small_params(params: dict) -> dict:
     """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
     params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
@@ -224,9 +253,9 @@ def start_repro(root: Path) -> tuple[Path, Job]:
     params, then, once it left a bundle and no table 5, `dvc repro` (the rest)."""
     repo = clone(root / "repo")
     assert not (root / "shared").exists()   # as on a user's machine: no SemEval files beside the clone
-    params = small_params(yaml.safe_load((repo / "params.yaml").read_text()))
+    params = yaml.safe_load((repo / "params.yaml").read_text())
     assert set(params["datasets"]) == {"default"}, "the default datasets must need no file outside the repo"
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    edit_params(repo, small_params)
     dvc = f"{shlex.quote(sys.executable)} -m dvc"
     script = (f"{dvc} repro register@default && test -d models/default/bundle && test ! -e metrics/default/table5.json "
               f"&& echo '{FAST_PATH}' && {dvc} repro")

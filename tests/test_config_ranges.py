@@ -1,27 +1,33 @@
 """Params out of their range are refused when read, naming file:key and the range (the range is declared on the field,
-config.bounded), instead of a server that refuses every search or a trainer that never trains."""
+ticketsim.config.param), instead of a server that refuses every search or a trainer that never trains."""
 import dataclasses
+import shutil
 import typing
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import PARAMS_FILES, edit_params
 
 from ticketsim import cli
-from ticketsim.config import BM25Config, ConfigError, Params, ServeConfig, build, load_params
+from ticketsim.config import BM25Config, ConfigError, Params, ServeConfig, build, homes, load_params
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def params_with(tmp_path: Path, block: str, values: dict) -> Path:
-    """The repository's params.yaml with keys of one block (dotted for a nested one) set to `values`."""
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    target = params
-    for key in block.split("."):
-        target = target[key]
-    target.update(values)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return tmp_path / "params.yaml"
+    """The repository's params files with keys of one block (dotted for a nested one) set to `values`: the path of the
+    file that sets the block (params.yaml where neither did)."""
+    def change(params: dict) -> None:
+        target = params
+        for key in block.split("."):
+            target = target.setdefault(key, {})
+        target.update(values)
+
+    for name in PARAMS_FILES:
+        shutil.copy2(REPO / name, tmp_path / name)
+    home = homes(tmp_path / "params.yaml")
+    edit_params(tmp_path, change)
+    return tmp_path / next((home[k] for k in (block, block.split(".")[0]) if k in home), "params.yaml")
 
 
 @pytest.mark.parametrize("block, values, message", [

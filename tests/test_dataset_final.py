@@ -1,11 +1,12 @@
 """A dataset's own final variant (datasets.<name>.final): what the stages of that dataset tune, train and register,
 refused when it cannot be deployed, searched over its own channels and levels only, and kept as configured when it
 learns from no labelled pair (the zero-shot reference that `ticketsim select` picks on SemEval on 2 cores)."""
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import PARAMS_FILES, edit_params
 
 from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, TuneConfig, VariantConfig, load_params, load_tuned
 from ticketsim.stage import Stage
@@ -19,11 +20,10 @@ VARIANTS = {"A+L": VariantConfig(channels={"A": 1.0, "L": 0.5}, levels=MULTI, le
 
 
 def params_file(tmp_path: Path, **datasets) -> Path:
-    """The repository's params.yaml with these datasets (name -> its entry)."""
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["datasets"] = datasets
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return tmp_path / "params.yaml"
+    """The repository's params files with these datasets (name -> its entry): the path of params.yaml."""
+    for name in PARAMS_FILES:
+        shutil.copy2(REPO / name, tmp_path / name)
+    return edit_params(tmp_path, lambda params: params.update(datasets=datasets))
 
 
 def test_a_datasets_final_overrides_siamese_final_for_its_stages_only(tmp_path):

@@ -9,7 +9,7 @@ import shutil
 import mlflow
 import pytest
 import yaml
-from conftest import run
+from conftest import edit_params, run
 from tiny_encoder import tiny_encoder
 
 from ticketsim.search.index import read_manifest
@@ -23,11 +23,12 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
     ws = tmp_path / "ws"
     shutil.copytree(repro_workspace, ws, ignore=lambda folder, names: ["tmp"] if folder.endswith(".dvc") else [])  # its locks
     start = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil at the seal", "my printer jams in tray 2"] * 5, positions=256)
-    params = yaml.safe_load((ws / "params.yaml").read_text())
-    params["siamese"]["final"] = FINAL
-    params["siamese"]["encoder"]["model"] = str(start)
-    params["tune"].update(n_trials=3, folds=3)
-    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    def change(params: dict) -> None:
+        params["siamese"]["final"] = FINAL
+        params["siamese"]["encoder"]["model"] = str(start)
+        params["tune"].update(n_trials=3, folds=3)
+    edit_params(ws, change)
 
     done = run("dvc", "repro", "register@default", cwd=ws).stdout
     ran = [line.split("'")[1] for line in done.splitlines() if line.startswith("Running stage")]

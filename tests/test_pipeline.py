@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import REPO, run
 
+from ticketsim.config import load_params
 from ticketsim.training.comparators import title
 
 pytestmark = pytest.mark.slow   # the session's bare-clone `dvc repro` (minutes)
@@ -43,7 +44,7 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     # the registered configuration's L is fused after its contrastive phase: that phase's losses are logged apart
     final_run, = [r for r in siamese if r.data.tags["variant"] == final]
     assert {"train_loss", "fuse_train_loss", "fuse_dev_loss"} <= set(final_run.data.metrics)
-    models = yaml.safe_load((repro_workspace / "params.yaml").read_text())["comparators"]["models"]
+    models = load_params(repro_workspace / "params.yaml").comparators.models
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
     assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
     assert all(r.info.status == "FINISHED" and "dev.retrieve.map_at_10" in r.data.metrics and "dev_loss" in r.data.metrics

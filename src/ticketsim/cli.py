@@ -410,6 +410,20 @@ def curve_command(args: argparse.Namespace) -> int:
     return OK
 
 
+def params_command(args: argparse.Namespace) -> int:
+    """The params in force (the params files over the schema's defaults) as JSON; --markdown: the reference of every
+    key, docs/params.md."""
+    import dataclasses
+
+    from ticketsim.config import homes, load_params, reference_markdown
+
+    if args.markdown:
+        print(reference_markdown(homes(args.params)), end="")
+    else:
+        print(json.dumps(dataclasses.asdict(load_params(args.params)), indent=2))
+    return OK
+
+
 def main(argv: list[str] | None = None) -> int:
     from ticketsim.config import csv_delimiter, text_encoding  # light: PyYAML
 
@@ -518,6 +532,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                  "params' tracking experiment)")
     curve.set_defaults(run=curve_command)
 
+    params_parser = commands.add_parser("params", help="the params in force: params.yaml and params-research.yaml over "
+                                        "the defaults, as JSON")
+    params_parser.add_argument("--markdown", action="store_true",
+                               help="instead: every key's type, default and meaning, as docs/params.md shows them")
+    params_parser.set_defaults(run=params_command)
+
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
     search.add_argument("--subject", help="the query's subject")
     search.add_argument("--description", help="the query's description")
@@ -562,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     for command in (search, build_parser, grow, serve):
         command.add_argument("--model", default="models/default/bundle", help="a bundle (default: models/default/bundle)")
         command.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
-    for command in (validate, evaluate, export, add, feedback_export, review, gate, rollback_parser, run, tune):
+    for command in (validate, evaluate, export, add, feedback_export, review, gate, rollback_parser, run, tune, params_parser):
         command.add_argument("--params", default="params.yaml")
     for command in (build_parser, grow):
         command.add_argument("--params", help="the params file of encode.engine (default: params.yaml when there is one)")

@@ -35,7 +35,7 @@ def build_model(cfg: SiameseParams, word_table: np.ndarray, char_dim: int, varia
     learn: true gives the model its W and V to learn; one that weighs F or A gets those branches, from `start`."""
     table = torch.cat([torch.zeros(1, word_table.shape[1]), torch.from_numpy(np.asarray(word_table, dtype=np.float32))])
     model_cfg = SiameseConfig(vocab_size=table.shape[0], word_dim=table.shape[1] - char_dim, char_dim=char_dim,
-                              hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.finetune,
+                              hidden=cfg.hidden, dropout=cfg.dropout, finetune=cfg.trainable,
                               pooling=cfg.pooling)
     learn = metric_of(variant) if variant is not None and variant.learn else None
     return SiameseLSTM(model_cfg, table, learn, build_branches(variant, start) if variant is not None else None)

@@ -24,7 +24,7 @@ class SiameseConfig:
     char_dim: int = 50             # the char-BLSTM part
     hidden: int = 50
     dropout: float = 0.2
-    finetune: Literal["none", "char", "all"] = "none"   # which parts of the word vectors train with the model
+    finetune: Literal["none", "char", "all"] = "none"   # params siamese.trainable (this name: saved weights.pt record it)
     pooling: Literal["mean", "last"] = "mean"           # h: mean of the LSTM states over the text | the last one (the paper)
 
 
