@@ -57,7 +57,7 @@ def two_workers(folder: Path, trials: int) -> None:
     from ticketsim.data.synthetic import generate
     from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
     from ticketsim.tuning.rescore import with_rescore_cache
-    from ticketsim.tuning.search import search
+    from ticketsim.tuning.tuner import run_study
 
     corpus = generate(SyntheticConfig(n_tickets=80, n_labeled_queries=40, pairs_per_query=3, n_enduser_queries=6), seed=0)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
@@ -67,7 +67,7 @@ def two_workers(folder: Path, trials: int) -> None:
         (folder / f"workers-{workers}").mkdir()
         problem = with_rescore_cache(make_problem(params, corpus, tokens), params.tune)
         started = time.perf_counter()
-        study = search(problem, params.tune, "bench", workers=workers)
+        study = run_study(problem, params.tune, "bench", workers=workers)
         seconds[workers] = time.perf_counter() - started
         share = collections.Counter(t.user_attrs["worker"] for t in study.trials)
         print(f"workers: {workers} worker(s), {len(study.trials)} trials in {seconds[workers]:.1f} s, per worker "

@@ -28,7 +28,7 @@ from ticketsim.data.tables import LABELS, Corpus
 from ticketsim.data.validate import DataError, IntakeReport
 from ticketsim.lifecycle.feedback_check import checked_export
 from ticketsim.lifecycle.registry import CHAMPION, aliases, latest_version
-from ticketsim.lifecycle.retrain import GATE_TAG, run_gate
+from ticketsim.lifecycle.promotion import GATE_TAG, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.lifecycle.trusted import TAG, marked_pairs
 

@@ -24,7 +24,7 @@ from ticketsim.evaluate.protocols import rerank_by_query
 from ticketsim.lifecycle.gate import compare, dvc_baseline
 from ticketsim.lifecycle.gate_pairs import gate_pairs
 from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback, tag_version
-from ticketsim.lifecycle.retrain import GATE_TAG, gate_rules, run_gate
+from ticketsim.lifecycle.promotion import GATE_TAG, gate_rules, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
 from ticketsim.lifecycle.trusted import TAG
 

@@ -15,7 +15,7 @@ from feedback_batches import JUDGED_AT, LABEL_NAMES, judge_batch
 from search_bundle import SENTENCE, make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus  # noqa: F401 - encoder_folder: the module's fixture
 
-import ticketsim.lifecycle.retrain as retrain_module
+import ticketsim.lifecycle.promotion as retrain_module
 from ticketsim.app.pyfunc import log_bundle
 from ticketsim.app.retrain_road import register_query_tower
 from ticketsim.bundle.loader import Scorer
@@ -43,8 +43,8 @@ from ticketsim.data.tables import LABELS, QUERY_FIELDS, Corpus
 from ticketsim.lifecycle.feedback_check import checked_export
 from ticketsim.lifecycle.gate_pairs import SENTENCE_CACHE
 from ticketsim.lifecycle.registry import CHAMPION, ModelVersion, aliases, load_version, promote, version_by_alias
-from ticketsim.lifecycle.retrain import label as version_label
-from ticketsim.lifecycle.retrain import retrain, run_gate
+from ticketsim.lifecycle.promotion import label as version_label
+from ticketsim.lifecycle.promotion import retrain, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE, stage_run
 from ticketsim.lifecycle.trusted import freeze
 from ticketsim.model.branches import BranchStart, query_tower_refusal

@@ -192,7 +192,7 @@ def test_a_row_reports_its_lay_and_later_year_figures_beside_dev(data, tmp_path)
     from dataclasses import replace
 
     from ticketsim.config import DatasetConfig
-    from ticketsim.training.rows import Row, train_row
+    from ticketsim.training.siamese_rows import Row, train_row
 
     threaded = replace(data, params=replace(data.params, datasets={"tiny": DatasetConfig("tiny", "semeval2016", "unused")}))
     with torch_threads(1):

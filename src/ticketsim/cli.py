@@ -216,7 +216,7 @@ def pointer_updated(raw: str) -> bool:
 
 def gate_command(args: argparse.Namespace) -> int:
     from ticketsim.config import load_params
-    from ticketsim.lifecycle.retrain import run_gate
+    from ticketsim.lifecycle.promotion import run_gate
     from ticketsim.lifecycle.tracking import check_reachable
 
     params = load_params(args.params)
@@ -247,7 +247,7 @@ def rollback_command(args: argparse.Namespace) -> int:
 def retrain_command(args: argparse.Namespace) -> int:
     from ticketsim.app.retrain_road import register_query_tower
     from ticketsim.config import load_params
-    from ticketsim.lifecycle.retrain import retrain
+    from ticketsim.lifecycle.promotion import retrain
     from ticketsim.lifecycle.retrain_lock import retrain_lock
 
     params = load_params(args.params)
@@ -259,8 +259,8 @@ def retrain_command(args: argparse.Namespace) -> int:
 
 
 def report_outcome(outcome, args: argparse.Namespace) -> None:
-    """Print the verdict of a ticketsim.lifecycle.retrain.GateOutcome and write it for GitHub Actions."""
-    from ticketsim.lifecycle.retrain import write_github
+    """Print the verdict of a ticketsim.lifecycle.promotion.GateOutcome and write it for GitHub Actions."""
+    from ticketsim.lifecycle.promotion import write_github
 
     if outcome.promoted:
         print(f"promoted {outcome.candidate.model} v{outcome.candidate.version} to champion")
@@ -383,13 +383,13 @@ def tune_command(args: argparse.Namespace) -> int:
     siamese stage's model of siamese.final when it has run (else the search trains one; cv_map trains its fold models)."""
     from ticketsim.config import load_params, stage_paths
     from ticketsim.model.saved import WEIGHTS
-    from ticketsim.tuning.search import prepared_for_search, run  # torch and optuna
+    from ticketsim.tuning.tuner import prepared_for_tuning, run  # torch and optuna
 
     params = load_params(args.params).for_dataset(args.dataset)
     files, base = stage_paths("tune", args.dataset), Path(stage_paths("siamese", args.dataset)["out"]) / params.siamese.final
     channels = [path for path in files["channels"] if Path(path).is_file()]
     result = run(params, args.dataset,
-                 lambda: prepared_for_search(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
+                 lambda: prepared_for_tuning(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
                  args.out or files["out"], args.metrics or files["metrics"], args.plots or files["plots"], args.workers,
                  base if (base / WEIGHTS).is_file() else None)
     print(json.dumps(result, indent=2))

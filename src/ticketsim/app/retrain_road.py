@@ -1,4 +1,4 @@
-"""The query-tower road of `ticketsim retrain` (ticketsim.lifecycle.retrain.QueryRoad): the champion's query side trained
+"""The query-tower road of `ticketsim retrain` (ticketsim.lifecycle.promotion.QueryRoad): the champion's query side trained
 alone (ticketsim.training.query_tower) and registered, with the index it keeps, as a new version for the gate."""
 from __future__ import annotations
 

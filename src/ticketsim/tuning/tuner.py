@@ -1,4 +1,5 @@
-"""The Optuna search of the final variant's channel weights W, level weights V and LSTM size, on train and dev pairs only.
+"""The tuner: an Optuna study of the final variant's channel weights W, level weights V and LSTM size, on train and dev
+pairs only.
 
 The default objective, `cv_map`, is honest about the choice: the train + dev queries are dealt into tune.folds folds, a
 model per fold is trained once on the others, and a trial re-weights each fold model's cached vectors of its own fold's
@@ -50,10 +51,10 @@ from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, f
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
 
 
-def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
+def prepared_for_tuning(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
                         channels: Sequence[str]) -> Prepared:
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
-    test pair, no test query's tokens), with the cached channels the search space weighs."""
+    test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)
     return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=SEARCH_SPLITS,
                          also=space_metric(params.tune, final).channels)
@@ -145,7 +146,7 @@ def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str |
 
 
 def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str | Path | None = None) -> str:
-    """Same search, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
+    """Same space, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
     searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
     digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
@@ -177,7 +178,7 @@ def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, threa
             study.optimize(run_trial, n_trials=1, catch=(Surplus,))   # fails stale trials first, runs a queued one first
 
 
-def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
+def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
            parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
     """Run the study with `workers` processes on its storage (1: in this process); trial_problem's default point first."""
     study, created = create_or_load(cfg, name, problem.params.seed)
@@ -251,7 +252,7 @@ def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, ba
 
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
-    """The tune stage: search (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
+    """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
     cfg = params.tune
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
@@ -263,15 +264,15 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
         torch.set_num_threads(threads_alone(params.siamese, final))   # the fold models train here
         why = (f"datasets.{dataset} has no labelled pairs" if not labelled else "tune.enabled is false" if not cfg.enabled
                else None if final.labels else f"#{name} learns from no labelled pair (labels: false)")
-        if why:     # nothing to search by: no labelled pairs, or a final variant that reads none
+        if why:     # nothing to tune by: no labelled pairs, or a final variant that reads none
             write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not searched")
             result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
             print(f"tune@{dataset}: {why}: {out} holds #{name}'s weights, not searched")
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
             problem = problem if isinstance(problem, Prepared) else problem()
-            name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same search and data returns at once
-            study = search(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
+            name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same space and data returns at once
+            study = run_study(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
             result = summary(study, problem, cfg, default_measures(study, problem, cfg, base_model), time.perf_counter() - started)
             tuned = tuned_from(study.best_params, problem)
             write_tuned(tuned, out, f"best of Optuna study {name} ({cfg.objective} {study.best_value:.4f}); "
