@@ -31,8 +31,8 @@ from ticketsim.tuning import rescore as rescore_module
 from ticketsim.tuning import tuner as tuner_module
 from ticketsim.tuning.output import write_tuned
 from ticketsim.tuning.rescore import fold_models, rescore, with_rescore_cache
-from ticketsim.tuning.tuner import default_measures, dev_measures, run, run_study, trial_params
 from ticketsim.tuning.study import open_study
+from ticketsim.tuning.tuner import default_measures, dev_measures, run, run_study, trial_params
 
 # Around the paper's #22 (FINAL), which the searched variant of these tests is.
 RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
