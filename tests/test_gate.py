@@ -15,7 +15,7 @@ from search_bundle import make_bundle
 
 from ticketsim import cli
 from ticketsim.app.pyfunc import log_bundle
-from ticketsim.bundle.loader import evaluate_bundle
+from ticketsim.bundle.evaluation import evaluate_bundle
 from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.tables import Corpus

@@ -18,7 +18,7 @@ from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus  # noqa:
 import ticketsim.workflows.retrain as retrain_module
 from ticketsim.app.pyfunc import log_bundle
 from ticketsim.bundle.loader import Scorer
-from ticketsim.bundle.manifest import MANIFEST
+from ticketsim.bundle.manifest import BUNDLE_MANIFEST
 from ticketsim.channels.sentence import load_encoder, sentence_channel, sentence_vectors
 from ticketsim.config import (
     ConfigError,
@@ -161,7 +161,7 @@ def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_
     bundles = {}
     for name, channels in (("Fq+L", {"Fq": 1.0, "L": 0.5}), ("F+L", {"F": 1.0, "L": 0.5}), ("A+L", {"A": 1.0, "L": 0.5})):
         (tmp_path / name).mkdir()
-        (tmp_path / name / MANIFEST).write_text(json.dumps({"variant": {"channels": channels}}))
+        (tmp_path / name / BUNDLE_MANIFEST).write_text(json.dumps({"variant": {"channels": channels}}))
         bundles[name] = SimpleNamespace(bundle=str(tmp_path / name), index=str(tmp_path / "index"))
     monkeypatch.setattr(retrain_module, "load_version", lambda cfg, version, scratch, why: bundles[version.version])
     monkeypatch.setattr(retrain_module, "register_query_tower", lambda params, bundle, index: roads.append((bundle.name, index.name)))

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ticketsim.bundle.loader import evaluate_bundle
+from ticketsim.bundle.evaluation import evaluate_bundle
 from ticketsim.config import DatasetConfig, load_params
 from ticketsim.data.sources import load_corpus, read_dataset
 from ticketsim.data.validate import DataError, IntakeReport
