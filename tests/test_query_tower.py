@@ -152,7 +152,7 @@ def test_an_index_folded_by_another_ticket_side_is_never_reused(champion, tmp_pa
 def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_road_otherwise(monkeypatch, tmp_path):
     """The road chosen, with the registry, DVC and the query-tower road stood in for: --full, no champion or one without Fq
     run `dvc repro` of retrain.targets, which rebuilds the index (register's deps hold the index stage's folder);
-    a champion with Fq goes to the query road with its bundle and index, and nothing is reproduced or pushed."""
+    a champion with Fq goes to the query-tower road with its bundle and index, and nothing is reproduced or pushed."""
     calls, roads = [], []
     monkeypatch.setattr(retrain_module, "check_reachable", lambda cfg: None)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: "local")
@@ -190,7 +190,7 @@ def test_ticketsim_retrain_registers_the_query_tower_on_the_champions_index_and_
     bundle, index, _ = champion
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: None)
-    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query road"))
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query-tower road"))
     params = replace(road_params(), tracking=TrackingConfig(f"sqlite:///{tmp_path / 'mlflow.db'}", "t", str(tmp_path / "art")))
     name = params.siamese.registered_name("default")
     with stage_run(params.tracking, "register", "default"):
@@ -260,7 +260,7 @@ def test_feedback_on_the_query_tower_road_is_checked_before_it_trains_and_gated_
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(URI_VARIABLE, raising=False)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: None)
-    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query road"))
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query-tower road"))
     _, _, parts = champion
     bundle = make_bundle(tmp_path / "bundle", parts, "FqL", tower=SENTENCE.model)
     build_index(Scorer.load(bundle), model_hash(bundle), parts.corpus.tickets, out=tmp_path / "index")

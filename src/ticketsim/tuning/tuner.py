@@ -7,8 +7,8 @@ queries: the MAP over all of them, each scored by a model that never saw it (tic
 W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
 
 Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev
-objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
-every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
+objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, keeps
+every component's h (and E, T) as rescore vectors, and a trial only recomputes g with new W and V: seconds per trial, exact as an
 evaluation of those weights on that h, an approximation of what retraining with them would give.
 A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
 kill, and several workers can run its trials at once (ticketsim.tuning.study); the tuned variant's file and the study's plots
@@ -45,7 +45,7 @@ from ticketsim.training.variant import (
     train_variant,
 )
 from ticketsim.tuning.output import write_plots, write_tuned
-from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
+from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_vectors
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
@@ -101,7 +101,7 @@ def tuned_from(params: dict[str, float], problem: Prepared) -> VariantConfig:
 def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, hidden: int,
                    report: Callable[[int, float], None] | None = None) -> dict[str, float]:
     """The measures of one weighting: its CV MAP on the fold models (`problem` from trial_problem), or dev MAP and MSE
-    rescored on the cache or of a model trained with it."""
+    rescored on the rescore vectors or of a model trained with it."""
     if cfg.objective == "cv_map":
         return {"cv_map": cv_map(problem, variant)}
     if cfg.mode == "rescore":
@@ -214,13 +214,13 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
 
 def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[Prepared, VariantConfig]:
     """What the trials read, and trial 0's weights: with objective cv_map the fold models' held-out pairs and the W and
-    V they learned (their mean); in rescore mode one model's cache, in retrain mode `problem` itself, and siamese.final's
+    V they learned (their mean); in rescore mode one model's rescore vectors, in retrain mode `problem` itself, and siamese.final's
     weights."""
     if cfg.objective == "cv_map":
         folds = fold_models(problem, cfg)
         return folds.held_out, folds.learned
-    if cfg.mode == "rescore" and problem.cached is None:
-        return with_rescore_cache(problem, cfg, base_model), problem.final
+    if cfg.mode == "rescore" and problem.rescore_vectors is None:
+        return with_rescore_vectors(problem, cfg, base_model), problem.final
     return problem, problem.final
 
 

@@ -60,7 +60,7 @@ def search_command(model: str, index: str, subject: str | None, description: str
     asked = read_records(queries, "search", dialect=Dialect(encoding, delimiter)) if queries else \
         pl.DataFrame({"query_id": ["1"], "subject": [subject or ""], "description": [description or ""]})
     searcher = Searcher.load(model, index)
-    if searcher.queries.road == "torch":    # seconds of imports: say why, so a slow answer has its reason
+    if searcher.queries.runtime == "torch":    # seconds of imports: say why, so a slow answer has its reason
         print(f"ticketsim search: {model} has no query export (its variant needs torch, or it was bundled before "
               "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
     answers = searcher.search(asked, k)
