@@ -26,7 +26,7 @@ from ticketsim.config import (
 )
 from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.threads import torch_threads
-from ticketsim.training.variant import SEARCH_SPLITS, prepare, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
 from ticketsim.tuning import rescore as rescore_module
 from ticketsim.tuning import tuner as tuner_module
 from ticketsim.tuning.output import write_tuned
@@ -69,7 +69,7 @@ def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = No
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
     return prepare(params, tokens, [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4,
                    [params.siamese.variant(params.siamese.final)], corpus, corpus.pairs if pairs is None else pairs,
-                   splits=SEARCH_SPLITS)
+                   splits=CHOICE_SPLITS)
 
 
 def searched_variant(params: dict[str, float]) -> VariantConfig:
@@ -237,7 +237,7 @@ def cv_params(tmp_path, **tune) -> Params:
 
 def cv_problem(params: Params, corpus, tokens):
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=SEARCH_SPLITS)
+    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=CHOICE_SPLITS)
 
 
 def learned_mean(models) -> dict[str, float]:

@@ -82,7 +82,7 @@ def mined_scale(vectors: ChannelVectors, mined: Mined, query: str) -> float:
     return channel_scale(as_mined_queries(vectors, query), mined.corpus.pairs)
 
 
-SEARCH_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the test split is never read to choose
+CHOICE_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the test split is never read to choose
 
 
 @dataclass(frozen=True, eq=False)

@@ -36,7 +36,7 @@ from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.side_by_side import reaped, spawn
 from ticketsim.training.variant import (
-    SEARCH_SPLITS,
+    CHOICE_SPLITS,
     Prepared,
     fingerprint,
     inputs_digest,
@@ -56,7 +56,7 @@ def prepared_for_tuning(params: Params, corpus: str, tokens: str, word2vec: str,
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
     test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)
-    return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=SEARCH_SPLITS,
+    return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=CHOICE_SPLITS,
                          also=space_metric(params.tune, final).channels)
 
 

@@ -14,7 +14,7 @@ from ticketsim.errors import OK, StepError
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.learning_curve import SIZES, learning_curve, parse_size, pool_sizes, runnable
 from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
-from ticketsim.training.variant import SEARCH_SPLITS, threads_alone
+from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
 def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: list[str] | None, seeds: list[int],
@@ -27,7 +27,7 @@ def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: lis
     for size in sizes:
         parse_size(size)
     params = load_params(workspace / "params.yaml")
-    problem = load_problem(params, workspace, dataset, variants, {"S"}, splits=(*SEARCH_SPLITS, *extra))
+    problem = load_problem(params, workspace, dataset, variants, {"S"}, splits=(*CHOICE_SPLITS, *extra))
     configurations = {name: params.siamese.variant(name) for name in variants}
     # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
     torch.set_num_threads(threads_alone(params.siamese, *configurations.values()))

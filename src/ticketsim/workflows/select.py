@@ -14,7 +14,7 @@ from ticketsim.model.branches import reads
 from ticketsim.model.metric import metric_of
 from ticketsim.training.selection_report import load_problem, merged, select, write
 from ticketsim.training.shift import THREADED, shifts_of
-from ticketsim.training.variant import SEARCH_SPLITS, threads_alone
+from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
 def select_command(workspace: Path, dataset: str | None, variants: list[str] | None, folds: int, seeds: list[int],
@@ -34,7 +34,7 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
     # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
     torch.set_num_threads(threads_alone(params.siamese, *map(params.siamese.variant, variants)))
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
-    problem = load_problem(params, workspace, dataset, variants, {"S"} if baselines else set(), splits=(*SEARCH_SPLITS, LAY))
+    problem = load_problem(params, workspace, dataset, variants, {"S"} if baselines else set(), splits=(*CHOICE_SPLITS, LAY))
     cfg = params.dataset(dataset)
     if cfg.source in THREADED:
         from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
