@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK
+from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
@@ -246,7 +246,6 @@ def main(argv: list[str] | None = None) -> int:
 
         from ticketsim.config import ConfigError
         from ticketsim.data.validate import DataError
-        from ticketsim.errors import StepError
 
         if isinstance(error, DataError):
             print(f"ticketsim {args.command}: {error}", file=sys.stderr)
