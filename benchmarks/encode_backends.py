@@ -17,7 +17,7 @@ import numpy as np
 from encoding_speed import encode
 
 from ticketsim.channels.cache import component_strings
-from ticketsim.channels.sentence import DEFAULT_CACHE, DEFAULT_MODEL, load_encoder, passages
+from ticketsim.channels.sentence import DEFAULT_ENCODER_CACHE, DEFAULT_MODEL, load_encoder, passages
 from ticketsim.config import SentenceConfig, SyntheticConfig
 from ticketsim.data.synthetic import generate
 
@@ -36,10 +36,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=SentenceConfig.threads, help="sentence.threads")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--model", default=DEFAULT_MODEL)
-    parser.add_argument("--cache", default=DEFAULT_CACHE, help="where the exports are made once")
+    parser.add_argument("--cache", default=DEFAULT_ENCODER_CACHE, help="where the exports are made once")
     args = parser.parse_args()
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    encoders = {name: load_encoder(args.model, cache=args.cache, backend=backend, quantize=quantize, threads=args.threads)
+    encoders = {name: load_encoder(args.model, encoder_cache=args.cache, backend=backend, quantize=quantize, threads=args.threads)
                 for name, (backend, quantize) in BACKENDS.items()}
     texts = ticket_passages(encoders["torch"], args.passages)
     seconds, vectors = dict.fromkeys(encoders, 0.0), {name: [] for name in encoders}

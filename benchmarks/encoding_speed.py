@@ -21,7 +21,15 @@ import numpy as np
 import torch
 
 from ticketsim.channels.cache import component_strings
-from ticketsim.channels.sentence import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, SentenceEncoder, encode_passages, load_encoder, passages
+from ticketsim.channels.sentence import (
+    DEFAULT_ENCODER_CACHE,
+    DEFAULT_MODEL,
+    EncoderError,
+    SentenceEncoder,
+    encode_passages,
+    load_encoder,
+    passages,
+)
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.threads import torch_threads
@@ -58,7 +66,7 @@ def encode(encoder: SentenceEncoder, texts: list[str], threads: int) -> tuple[np
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL)
-    parser.add_argument("--cache", default=DEFAULT_CACHE, help="where the exports are made once")
+    parser.add_argument("--cache", default=DEFAULT_ENCODER_CACHE, help="where the exports are made once")
     parser.add_argument("--texts", type=int, default=200, help="ticket texts (the first ones of the synthetic corpus)")
     parser.add_argument("--long", type=int, default=48, help="long passages")
     parser.add_argument("--rounds", type=int, default=3)
@@ -67,7 +75,7 @@ def main() -> None:
     for setup in SETUPS:
         started = time.perf_counter()
         try:
-            encoders[setup] = load_encoder(args.model, cache=args.cache, backend=setup.backend, quantize=setup.quantize,
+            encoders[setup] = load_encoder(args.model, encoder_cache=args.cache, backend=setup.backend, quantize=setup.quantize,
                                            threads=setup.threads)
         except EncoderError as error:
             failed[setup] = str(error)

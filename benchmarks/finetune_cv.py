@@ -38,7 +38,7 @@ from ticketsim.data.tables import LAY, Corpus  # noqa: E402
 from ticketsim.text.tokenize import Tokens  # noqa: E402
 from ticketsim.training.selection_report import markdown, select  # noqa: E402
 from ticketsim.training.shift import THREADED, shifts_of  # noqa: E402
-from ticketsim.training.variant import SEARCH_SPLITS, prepare  # noqa: E402
+from ticketsim.training.variant import CHOICE_SPLITS, prepare  # noqa: E402
 
 WORD_DIM, CHAR_DIM = 300, 50      # an unused word table's width: these rows weigh no h
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"channel S: {time.perf_counter() - started:.0f} s", flush=True)
     problem = prepare(params, packed["tokens"], [s_vectors], lambda words: np.zeros((len(words), WORD_DIM + CHAR_DIM)),
                       CHAR_DIM, [params.siamese.variant(name) for name in packed["variants"]], packed["corpus"],
-                      splits=(*SEARCH_SPLITS, LAY))
+                      splits=(*CHOICE_SPLITS, LAY))
     if problem.start is not None and problem.start.encoder is not None:
         problem = replace(problem, start=replace(problem.start, encoder=problem.start.encoder.float()))
     print(f"torch {torch.__version__}, device {problem.start.cfg.device}, "

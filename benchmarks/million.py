@@ -136,7 +136,7 @@ def main() -> None:
         queries = end_user_queries(args.queries)
         searcher.search(pl.DataFrame([{"query_id": "warm", **queries[0]}]), 10)
         single = [timed(partial(searcher.search, pl.DataFrame([{"query_id": "q", **q}]), 10))[1] for q in queries]
-        road = searcher.queries.road
+        runtime = searcher.queries.runtime
         del searcher
         page, page_memory = None, None
         if args.requests:
@@ -165,7 +165,7 @@ def main() -> None:
     for name, size in {**disk, "folder on disk": on_disk, "RSS after load (fresh process)": memory["load"],
                        "RSS after one search": memory["search"]}.items():
         print(f"| {name} | {size / 1e6:,.0f} | {size / n:,.0f} |")
-    print(f"\nexact top 10, one query at a time ({args.queries} end-user queries, {road} road): {percentiles(single)}")
+    print(f"\nexact top 10, one query at a time ({args.queries} end-user queries, {runtime} runtime): {percentiles(single)}")
     if page:
         print(f"the page, {args.requests} searches by {args.clients} concurrent clients, gunicorn x{args.workers}: "
               f"{page['per_s']:.1f} requests/s, p50 {page['p50'] * 1000:.0f} ms, p95 {page['p95'] * 1000:.0f} ms, "

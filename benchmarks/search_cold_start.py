@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 QUERY = {"subject": "pump getting hot", "description": "the feed pump runs at 95 C since monday, bearing noise"}
 USED = ("polars", "pyarrow", "faiss", "onnxruntime", "tokenizers")     # what an exported bundle's search imports
-AVOIDED = ("torch", "sentence_transformers", "nltk", "gensim.models")  # what the torch road imports beside
+AVOIDED = ("torch", "sentence_transformers", "nltk", "gensim.models")  # what the torch runtime imports beside
 GOAL = 3.0      # seconds, issue 20
 
 
@@ -105,7 +105,7 @@ def warm(args: argparse.Namespace, bundle: Path, index: Path, scratch: Path) -> 
 
     started = time.perf_counter()
     searcher = Searcher.load(bundle, index)
-    print(f"warm: Searcher.load {time.perf_counter() - started:.1f} s, once per process; the query road: {searcher.queries.road}")
+    print(f"warm: Searcher.load {time.perf_counter() - started:.1f} s, once per process; the query runtime: {searcher.queries.runtime}")
     query = pl.DataFrame([{"query_id": "1", **QUERY}])
     print(f"warm: Searcher.search, one query, k 10        {timed(lambda: searcher.search(query, 10))}")
     model = TicketSimModel()

@@ -56,8 +56,8 @@ def two_workers(folder: Path, trials: int) -> None:
     from ticketsim.config import SyntheticConfig, TextConfig
     from ticketsim.data.synthetic import generate
     from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-    from ticketsim.tuning.rescore import with_rescore_cache
-    from ticketsim.tuning.search import search
+    from ticketsim.tuning.rescore import with_rescore_vectors
+    from ticketsim.tuning.tuner import run_study
 
     corpus = generate(SyntheticConfig(n_tickets=80, n_labeled_queries=40, pairs_per_query=3, n_enduser_queries=6), seed=0)
     tokens = tokenize_corpus(corpus, make_tokenizer(TextConfig(), corpus))
@@ -65,9 +65,9 @@ def two_workers(folder: Path, trials: int) -> None:
     for workers in (1, 2):
         params = make_params(folder / f"workers-{workers}", n_trials=trials)
         (folder / f"workers-{workers}").mkdir()
-        problem = with_rescore_cache(make_problem(params, corpus, tokens), params.tune)
+        problem = with_rescore_vectors(make_problem(params, corpus, tokens), params.tune)
         started = time.perf_counter()
-        study = search(problem, params.tune, "bench", workers=workers)
+        study = run_study(problem, params.tune, "bench", workers=workers)
         seconds[workers] = time.perf_counter() - started
         share = collections.Counter(t.user_attrs["worker"] for t in study.trials)
         print(f"workers: {workers} worker(s), {len(study.trials)} trials in {seconds[workers]:.1f} s, per worker "

@@ -1,7 +1,7 @@
 """Stage bundle: the final variant as one self-contained bundle folder (weights, calibrator, channel models, settings),
 the model the index stage indexes with and the register stage logs to MLflow; with its query export when the variant
 allows one (ticketsim.search.queries: a search then needs no torch)."""
-from ticketsim.bundle.loader import final_bundle
+from ticketsim.bundle.writer import final_bundle
 from ticketsim.search.queries import export_queries
 from ticketsim.stage import Stage
 

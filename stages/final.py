@@ -6,7 +6,7 @@ from pathlib import Path
 from ticketsim.config import load_tuned
 from ticketsim.stage import Arg, Stage
 from ticketsim.threads import torch_threads
-from ticketsim.training.rows import Row, log_row, train_row
+from ticketsim.training.siamese_rows import Row, log_row, train_row
 from ticketsim.training.variant import prepare_files, threads_alone
 
 STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),

@@ -2,7 +2,7 @@
 the dataset in finetune.datasets, siamese.finetuned's too), trained side by side on siamese.workers processes and
 evaluated; one MLflow run per row.
 
-Per row: <out>/<row>/ (the trained model, ticketsim.training.rows), <metrics>/<row>.json, <plots>/<row>/. A row whose
+Per row: <out>/<row>/ (the trained model, ticketsim.training.siamese_rows), <metrics>/<row>.json, <plots>/<row>/. A row whose
 checkpoint holds the same variant, model, training, data and seed resumes from it (DVC keeps the folder): a finished one
 is only evaluated again, so changing one variant's params retrains that row alone.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ticketsim.side_by_side import side_by_side
 from ticketsim.stage import Arg, Stage
-from ticketsim.training.rows import log_row, rows_of, train_row
+from ticketsim.training.siamese_rows import log_row, rows_of, train_row
 from ticketsim.training.variant import prepare_files
 
 STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),

@@ -3,16 +3,16 @@ import json
 import sys
 from pathlib import Path
 
-from ticketsim.data.manifest import MissingSource, manifest
+from ticketsim.data.source_record import MissingSource, source_record
 from ticketsim.stage import Stage
 
-STAGE = Stage("sources", __doc__, options={"out": "the manifest JSON to write"})
+STAGE = Stage("sources", __doc__, options={"out": "the source record JSON to write"})
 
 
 def main() -> None:
     stage = STAGE.start()
     try:
-        record = manifest(stage.dataset_config)
+        record = source_record(stage.dataset_config)
     except MissingSource as error:
         sys.exit(f"sources@{stage.dataset}: {error}")
     out = Path(stage.args.out)

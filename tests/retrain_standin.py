@@ -1,4 +1,4 @@
-"""A stand-in for the Siamese and register stages in the retraining tests, with the seam ticketsim.lifecycle.retrain relies on.
+"""A stand-in for the Siamese and register stages in the retraining tests, with the seam ticketsim.lifecycle.promotion relies on.
 
 Its model is as good as its training labels are true: it scores a pair by the label a reference file gives it (the
 generator's true labels), blurred by noise that grows with the share of the dataset's train labels that disagree with

@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 from tiny_encoder import tiny_encoder
 
-from ticketsim.bundle.loader import write_bundle
+from ticketsim.bundle.writer import write_bundle
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
 from ticketsim.channels.sentence import load_encoder
 from ticketsim.channels.sumemb import word_vectors

@@ -10,7 +10,7 @@ from conftest import PARAMS_FILES, edit_params
 
 from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, TuneConfig, VariantConfig, load_params, load_tuned
 from ticketsim.stage import Stage
-from ticketsim.tuning.search import run
+from ticketsim.tuning.tuner import run
 
 REPO = Path(__file__).resolve().parents[1]
 MULTI = {"sub-sub": 0.2, "sub+desc-sub+desc": 0.3}

@@ -29,7 +29,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
     "python -m pytest": "the suite itself: .ci/run runs it",
-    "ticketsim params --markdown > docs/params.md": "run by tests/test_params_doc.py (the page is what it writes)",
+    "ticketsim params --markdown params.yaml > docs/params.md": "run by tests/test_params_doc.py (the page is what it writes)",
+    "ticketsim params --markdown params-research.yaml > docs/params-research.md":
+        "run by tests/test_params_doc.py (the page is what it writes)",
     "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json":
         "run by tests/test_select_merge.py (the committed reports joined)",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",

@@ -35,7 +35,7 @@ def torch_vectors():
 
 @pytest.mark.parametrize(("quantize", "bound"), [("none", 0.999), ("int8", INT8_COSINE)])
 def test_onnx_vectors_stay_close_to_torch(cache, torch_vectors, quantize, bound):
-    encoder = load_encoder(DEFAULT_MODEL, max_tokens=128, backend="onnx", quantize=quantize, cache=cache)
+    encoder = load_encoder(DEFAULT_MODEL, max_tokens=128, backend="onnx", quantize=quantize, encoder_cache=cache)
     assert encoder.backend == ("onnx" if quantize == "none" else "onnx-int8") and encoder.dim == 384
     vectors = encode_texts(encoder, TEXTS, normalize=False)
     assert vectors.shape == torch_vectors.shape and not vectors[-1].any()       # an empty text is still zeros
@@ -46,16 +46,16 @@ def test_onnx_vectors_stay_close_to_torch(cache, torch_vectors, quantize, bound)
 
 def test_the_export_is_made_once_and_reused(cache):
     folder = exported_folder(load_encoder(DEFAULT_MODEL).folder, "onnx", "int8", cache)
-    load_encoder(DEFAULT_MODEL, backend="onnx", quantize="int8", cache=cache)
+    load_encoder(DEFAULT_MODEL, backend="onnx", quantize="int8", encoder_cache=cache)
     assert (folder / ONNX_FILE).is_file() and (folder / int8_file()).is_file() and (folder / "modules.json").is_file()
     made = {path: path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
-    again = load_encoder(DEFAULT_MODEL, backend="onnx", quantize="int8", cache=cache)
+    again = load_encoder(DEFAULT_MODEL, backend="onnx", quantize="int8", encoder_cache=cache)
     assert again.folder == str(folder) and {path: path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()} == made
     assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".export-")] == []     # no scratch left behind
 
 
 def test_the_session_runs_on_the_configured_threads(cache):
-    encoder = load_encoder(DEFAULT_MODEL, backend="onnx", cache=cache, threads=2)
+    encoder = load_encoder(DEFAULT_MODEL, backend="onnx", encoder_cache=cache, threads=2)
     options = encoder.model[0].auto_model.model.get_session_options()
     assert options.intra_op_num_threads == 2 and options.inter_op_num_threads == 1
 
@@ -69,12 +69,12 @@ def test_the_params_name_the_backend():
 
 def test_unsupported_combinations_are_clear_errors(cache):
     with pytest.raises(EncoderError, match="int8 needs sentence.backend: onnx"):
-        load_encoder(DEFAULT_MODEL, quantize="int8", cache=cache)
+        load_encoder(DEFAULT_MODEL, quantize="int8", encoder_cache=cache)
     with pytest.raises(EncoderError, match="openvino.*transformers<5.6"):
-        load_encoder(DEFAULT_MODEL, backend="openvino", cache=cache)
+        load_encoder(DEFAULT_MODEL, backend="openvino", encoder_cache=cache)
 
 
 def test_a_missing_dependency_is_named(cache, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)      # as if a broken install lacked it: import fails
     with pytest.raises(EncoderError, match=r"onnxruntime is missing, a core dependency\): reinstall with pip install -e \."):
-        load_encoder(DEFAULT_MODEL, backend="onnx", cache=cache)
+        load_encoder(DEFAULT_MODEL, backend="onnx", encoder_cache=cache)

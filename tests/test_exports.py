@@ -19,7 +19,7 @@ from ticketsim.config import ColumnMapping, ConfigError, DatasetConfig, load_par
 from ticketsim.data import csvsource
 from ticketsim.data.columns import HTML_MARKUP, READY_MADE, html_text, resolve
 from ticketsim.data.csvsource import read_records, read_table
-from ticketsim.data.manifest import MissingSource, manifest
+from ticketsim.data.source_record import MissingSource, source_record
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.validate import DataError, IntakeReport
 
@@ -467,11 +467,11 @@ def test_reading_without_a_mapping_is_unchanged_by_mappings(tmp_path):
 def test_a_mapping_file_is_in_the_dataset_manifest_so_prepare_reruns_when_it_changes(tmp_path):
     mapping = write(tmp_path, "desk.yaml", "use: jira\n")
     cfg = DatasetConfig(name="desk", source="csv", raw=str(JIRA), columns=str(mapping))
-    before = manifest(cfg)["files"]
+    before = source_record(cfg)["files"]
     assert set(before) == {"tickets.csv", "queries.csv", "pairs.csv", "desk.yaml"}
     write(tmp_path, "desk.yaml", "use: jira\nhtml: true\n")
-    after = manifest(cfg)["files"]
+    after = source_record(cfg)["files"]
     assert after["desk.yaml"] != before["desk.yaml"] and after["tickets.csv"] == before["tickets.csv"]
     mapping.unlink()
     with pytest.raises(MissingSource, match=re.escape(f"datasets.desk.columns = {str(mapping)!r}: no such column mapping file")):
-        manifest(cfg)
+        source_record(cfg)

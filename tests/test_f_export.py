@@ -9,7 +9,7 @@ import torch
 from search_bundle import make_bundle
 
 from ticketsim.bundle.loader import Scorer
-from ticketsim.bundle.manifest import MANIFEST
+from ticketsim.bundle.manifest import BUNDLE_MANIFEST
 from ticketsim.channels.onnx_encoder import TOLERANCE  # float32 graph: same computation, other kernels
 from ticketsim.search.index import add_tickets, build_index, model_hash
 from ticketsim.search.queries import query_encoder
@@ -24,10 +24,10 @@ def with_backend(bundle, folder, backend: str, quantize: str = "none"):
     folder.mkdir()
     for path in bundle.iterdir():
         (folder / path.name).symlink_to(path)
-    manifest = json.loads((bundle / MANIFEST).read_text())
-    (folder / MANIFEST).unlink()
+    manifest = json.loads((bundle / BUNDLE_MANIFEST).read_text())
+    (folder / BUNDLE_MANIFEST).unlink()
     manifest["sentence"] = {**manifest["sentence"], "backend": backend, "quantize": quantize, "cache": str(folder.parent / "cache")}
-    (folder / MANIFEST).write_text(json.dumps(manifest))
+    (folder / BUNDLE_MANIFEST).write_text(json.dumps(manifest))
     return folder
 
 

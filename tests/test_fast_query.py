@@ -1,5 +1,5 @@
 """A query without torch (issue 20): the bundle's sentence encoder exported to ONNX gives channel S's vectors of the
-torch path, the exported road's query vectors, top k and reasons equal the Scorer's, a one-query `ticketsim search`
+torch path, the export's query vectors, top k and reasons equal the Scorer's, a one-query `ticketsim search`
 of such a bundle imports neither torch, sentence-transformers, NLTK's package, scikit-learn nor gensim (issue 32: a
 fine-tuned encoder's bundle too, F's and Fq's export reading the first max_tokens word pieces), and a bundle that needs
 torch has no export and searches as before."""
@@ -59,7 +59,7 @@ def test_an_export_is_kept_in_the_cache_and_copied_for_the_next_bundle_of_the_sa
 
 @pytest.fixture(scope="module")
 def exported(search_parts, tmp_path_factory):
-    """(bundle, index folder, the torch road's searcher, the exported road's) of the registered configuration, Ac+L-relpos."""
+    """(bundle, index folder, the searcher through torch, the one through the export) of the registered configuration, Ac+L-relpos."""
     root = tmp_path_factory.mktemp("fast")
     bundle = make_bundle(root / "bundle", search_parts, "AL")
     assert export_queries(bundle) is None and (bundle / QUERY).is_dir()
@@ -69,20 +69,20 @@ def exported(search_parts, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_exported_road_answers_as_the_torch_road(exported, search_parts):
-    bundle, _, torch_road, fast = exported
+def test_the_export_answers_as_torch_does(exported, search_parts):
+    bundle, _, through_torch, fast = exported
     assert isinstance(query_encoder(bundle), ExportedQueries)
-    answers_alike(fast, torch_road, search_parts.corpus.queries)
+    answers_alike(fast, through_torch, search_parts.corpus.queries)
 
 
-def answers_alike(fast: Searcher, torch_road: Searcher, queries: pl.DataFrame) -> None:
-    """The two roads give the queries the same tokens, vectors (within the export's tolerance), top 10 and reasons."""
+def answers_alike(fast: Searcher, through_torch: Searcher, queries: pl.DataFrame) -> None:
+    """The two runtimes give the queries the same tokens, vectors (within the export's tolerance), top 10 and reasons."""
     layout = fast.index.layout
-    (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), torch_road.queries.encode(queries, layout)
+    (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), through_torch.queries.encode(queries, layout)
     assert tokens.equals(expected_tokens)
     # float32 sums in another order: within what the export is checked to, the CPU's kernels decide how close
     assert np.abs(vectors - expected).max() < TOLERANCE * np.abs(expected).max()
-    for a, b in zip(fast.search(queries, 10), torch_road.search(queries, 10)):
+    for a, b in zip(fast.search(queries, 10), through_torch.search(queries, 10)):
         assert [h.ticket_id for h in a.hits] == [h.ticket_id for h in b.hits], a.query_id
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], rtol=1e-5)
         assert [h.reasons for h in a.hits] == [h.reasons for h in b.hits]
@@ -103,12 +103,12 @@ def cold_search(bundle: Path, index: Path) -> tuple[list, list[str], str]:
 
 @pytest.mark.slow
 def test_a_cold_search_of_an_exported_bundle_imports_no_torch(exported):
-    bundle, index, torch_road, _ = exported
+    bundle, index, through_torch, _ = exported
     answer, imported, said = cold_search(bundle, index)
     assert imported == [] and "no query export" not in said
     query = pl.DataFrame({"query_id": ["1"], "subject": ["pump getting hot"],
                           "description": ["feed pump at 95 C since monday, bearing noise"]})
-    assert [h["ticket_id"] for h in answer[0]["hits"]] == [h.ticket_id for h in torch_road.search(query, 3)[0].hits]
+    assert [h["ticket_id"] for h in answer[0]["hits"]] == [h.ticket_id for h in through_torch.search(query, 3)[0].hits]
 
 
 @pytest.mark.slow
@@ -144,4 +144,4 @@ def test_a_bundle_that_needs_torch_gets_no_export_and_searches_through_the_score
     answer, imported, said = cold_search(bundle, tmp_path / "index")
     assert "torch" in imported and len(answer[0]["hits"]) == 3
     assert "has no query export" in said and "encoded through torch" in said
-    assert Searcher.load(bundle, tmp_path / "index").queries.road == "torch"
+    assert Searcher.load(bundle, tmp_path / "index").queries.runtime == "torch"

@@ -27,8 +27,8 @@ from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import LABELS, Corpus
 from ticketsim.data.validate import DataError, IntakeReport
 from ticketsim.lifecycle.feedback_check import checked_export
+from ticketsim.lifecycle.promotion import GATE_TAG, run_gate
 from ticketsim.lifecycle.registry import CHAMPION, aliases, latest_version
-from ticketsim.lifecycle.retrain import GATE_TAG, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.lifecycle.trusted import TAG, marked_pairs
 
@@ -120,7 +120,7 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
         assert not outcome.passed and "Decided on the trusted pairs" in outcome.markdown
         assert aliases(params.tracking, model)[CHAMPION] == v2 and GATE_TAG not in latest_version(params.tracking, model).tags
 
-    monkeypatch.setattr("ticketsim.config.load_params", lambda path: params)
+    monkeypatch.setattr("ticketsim.workflows.intake.load_params", lambda path: params)
     code, listed, _ = ticketsim("feedback", "review", "--journal", str(journal.path))
     assert code == 0 and f"batch {poisoned.number}: 120 judgment(s) by api, held" in listed
     assert "top_no: 100% of the 60 judged tickets" in listed

@@ -12,7 +12,7 @@ import yaml
 from conftest import edit_params, run
 from tiny_encoder import tiny_encoder
 
-from ticketsim.search.index import read_manifest
+from ticketsim.search.index import read_generation_manifest
 
 pytestmark = pytest.mark.slow   # a copy of the session's bare-clone `dvc repro`, then its last five stages again
 
@@ -39,7 +39,7 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
     assert json.loads((ws / "metrics/default/tune.json").read_text())["trials"]["complete"] == 3
     assert f"#{FINAL}-tuned" in json.dumps(json.loads((ws / "metrics/default/final.json").read_text()))
     # the index holds the tickets as the fine-tuned F encodes them (the tiny encoder's width) beside channel S's vectors
-    before, after = (read_manifest(w / "models/default/index") for w in (repro_workspace, ws))
+    before, after = (read_generation_manifest(w / "models/default/index") for w in (repro_workspace, ws))
     assert {b["channel"] for b in after["layout"]["blocks"]} == {"F", "S"} and "F" not in {b["channel"] for b in before["layout"]["blocks"]}
     width = before["dim"] // len(before["layout"]["blocks"])     # each block of the registered adapter is S's width
     assert after["dim"] == 16 + width and after["model_hash"] != before["model_hash"]   # F at the tiny encoder's 16

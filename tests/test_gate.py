@@ -15,7 +15,7 @@ from search_bundle import make_bundle
 
 from ticketsim import cli
 from ticketsim.app.pyfunc import log_bundle
-from ticketsim.bundle.loader import evaluate_bundle
+from ticketsim.bundle.evaluation import evaluate_bundle
 from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.tables import Corpus
@@ -23,8 +23,8 @@ from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import rerank_by_query
 from ticketsim.lifecycle.gate import compare, dvc_baseline
 from ticketsim.lifecycle.gate_pairs import gate_pairs
+from ticketsim.lifecycle.promotion import GATE_TAG, gate_rules, run_gate
 from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback, tag_version
-from ticketsim.lifecycle.retrain import GATE_TAG, gate_rules, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
 from ticketsim.lifecycle.trusted import TAG
 
@@ -140,7 +140,7 @@ def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_a
 
 def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, tmp_path, capsys, monkeypatch):
     params = registry("cli")
-    monkeypatch.setattr("ticketsim.config.load_params", lambda path: params)
+    monkeypatch.setattr("ticketsim.workflows.gate.load_params", lambda path: params)
     fake_version(params, 0.7)
     summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
     assert cli.main(["gate", "--summary", str(summary), "--outputs", str(outputs)]) == 0
@@ -156,7 +156,7 @@ def test_cli_gate_prints_the_table_and_writes_the_summary_and_outputs(registry, 
 def test_a_dry_run_writes_nothing_to_the_registry_so_the_next_gate_judges_and_promotes(registry, capsys, monkeypatch):
     params = registry("dry-run")
     cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
-    monkeypatch.setattr("ticketsim.config.load_params", lambda path: params)
+    monkeypatch.setattr("ticketsim.workflows.gate.load_params", lambda path: params)
     for figure in (0.7, 0.8):     # the first model, then a better one against that champion
         version = fake_version(params, figure)
         before = aliases(cfg, model)

@@ -12,13 +12,14 @@ import polars as pl
 import pytest
 import yaml
 
-from ticketsim import cli, config
+from ticketsim import cli
 from ticketsim.config import Params, SyntheticConfig, load_params
 from ticketsim.data import intake
 from ticketsim.data.csvsource import read_corpus
 from ticketsim.data.intake import add_pairs, text_query_id
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, stable_split
 from ticketsim.data.validate import IntakeReport
+from ticketsim.workflows import intake as intake_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 FRACTIONS = {"train": 0.5, "dev": 0.5}
@@ -231,7 +232,7 @@ def test_export_writes_the_csv_layout_and_sets_params_keeping_comments(tmp_path,
     text = params.read_text()
     monkeypatch.chdir(tmp_path)
     small = {"n_tickets": 30, "n_labeled_queries": 10, "n_enduser_queries": 3}
-    monkeypatch.setattr(config, "load_params", lambda path: replace_synthetic(path, small))   # cli imports it when run
+    monkeypatch.setattr(intake_workflow, "load_params", lambda path: replace_synthetic(path, small))   # the workflow reads params
     assert cli.main(["export", "--out", "data/labeled", "--set-params", "--params", str(params)]) == 0
     out = capsys.readouterr().out
     assert "dvc add data/labeled" in out and "datasets.default: {source: csv, raw: data/labeled}" in out

@@ -1,6 +1,7 @@
 """The package's layout, measured from its imports: folders by job, stacked in the order the data flows; no import runs
-from a lower floor to a higher one, none loops; a search never enters training or tuning; few modules at the root; and
-docs/pipeline.md's map of the code is the tree."""
+from a lower floor to a higher one, none loops; a search never enters training or tuning; what strings steps together
+is workflows/, called by the CLI alone, and the retrain path runs down from it; argparse only where a command line is
+parsed; few modules at the root; and docs/pipeline.md's map of the code is the tree."""
 import ast
 import re
 from pathlib import Path
@@ -11,13 +12,17 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "ticketsim"
 
 # Lowest first. A module may import from its own floor and those below it. The root's plumbing is the ground floor,
-# stage.py and cli.py the roof.
+# workflows/ the top floor below the roof, stage.py and cli.py.
 FLOORS = [
     {"errors", "config", "threads", "device", "side_by_side"},
     {"data"}, {"text"}, {"channels"}, {"model"}, {"evaluate"}, {"bundle"}, {"search"}, {"lifecycle"}, {"training"},
     {"tuning"}, {"app"},
+    {"workflows"},
     {"stage", "cli"},
 ]
+# A command line is parsed by the CLI and by the stage scripts' helper; encoder_files is a tool of its own
+# (`python -m ticketsim.channels.encoder_files`).
+PARSERS = {"ticketsim.cli", "ticketsim.stage", "ticketsim.channels.encoder_files"}
 ROOT_MODULES_AT_MOST = 8
 
 
@@ -105,6 +110,46 @@ def test_a_search_never_enters_training_or_tuning(entry):
     """Every module a served search can import, lazily too: the page's worker, the MLflow model, the searcher."""
     entered = sorted(m for m in reach(entry) if m.split(".")[1] in ("training", "tuning"))
     assert not entered, f"{entry} reaches {entered}"
+
+
+def test_only_the_cli_calls_a_workflow():
+    callers = sorted(a for a, deps in GRAPH.items() for b in deps
+                     if b.startswith("ticketsim.workflows") and not a.startswith(("ticketsim.workflows", "ticketsim.cli")))
+    assert not callers, f"only ticketsim.cli imports ticketsim.workflows: {callers}"
+
+
+def test_the_retrain_path_runs_down_the_floors():
+    """`ticketsim retrain` takes each step from the floor that owns it: the gate and promotion (lifecycle), the query
+    tower's training (training), its registration as an MLflow model (app). No step reaches another's floor above its
+    own, so none needs the workflow's next step handed down to it."""
+    steps = {"ticketsim.lifecycle.promotion", "ticketsim.training.query_tower", "ticketsim.app.pyfunc"}
+    assert steps <= GRAPH["ticketsim.workflows.retrain"]
+    assert "ticketsim.workflows.retrain" in cli_workflows()
+    for step in steps:
+        above = sorted(m for m in reach(step) | {step} for d in GRAPH[m] if floor(d) > floor(m))
+        assert not above, f"{step}: {above} import up the floors"
+        assert not reach(step) & (steps - {step}), f"{step} reaches another step of the retrain path"
+
+
+def cli_workflows() -> dict[str, set[str]]:
+    """The workflow modules ticketsim.cli names, each with the functions it calls there (imported when a command runs)."""
+    named: dict[str, set[str]] = {}
+    for module, function in re.findall(r'"(\w+):(\w+_command)"', (PACKAGE / "cli.py").read_text()):
+        named.setdefault(f"ticketsim.workflows.{module}", set()).add(function)
+    return named
+
+
+def test_every_command_calls_a_workflow_function_that_exists():
+    for module, functions in cli_workflows().items():
+        assert module in GRAPH, f"ticketsim.cli names {module}, which is not a module"
+        defined = {node.name for node in ast.parse(modules()[module].read_text()).body if isinstance(node, ast.FunctionDef)}
+        assert functions <= defined, f"ticketsim.cli calls {sorted(functions - defined)} of {module}, which it lacks"
+
+
+def test_argparse_only_where_a_command_line_is_parsed():
+    parsing = sorted(name for name, path in modules().items() if name not in PARSERS and re.search(
+        r"^\s*import argparse|^\s*from argparse import", path.read_text(), re.M))
+    assert not parsing, f"argparse outside the CLI and the stage helper: {parsing}"
 
 
 def test_the_root_holds_few_modules():

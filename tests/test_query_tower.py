@@ -15,11 +15,10 @@ from feedback_batches import JUDGED_AT, LABEL_NAMES, judge_batch
 from search_bundle import SENTENCE, make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus  # noqa: F401 - encoder_folder: the module's fixture
 
-import ticketsim.lifecycle.retrain as retrain_module
+import ticketsim.workflows.retrain as retrain_module
 from ticketsim.app.pyfunc import log_bundle
-from ticketsim.app.retrain_road import register_query_tower
 from ticketsim.bundle.loader import Scorer
-from ticketsim.bundle.manifest import MANIFEST
+from ticketsim.bundle.manifest import BUNDLE_MANIFEST
 from ticketsim.channels.sentence import load_encoder, sentence_channel, sentence_vectors
 from ticketsim.config import (
     ConfigError,
@@ -42,9 +41,9 @@ from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import LABELS, QUERY_FIELDS, Corpus
 from ticketsim.lifecycle.feedback_check import checked_export
 from ticketsim.lifecycle.gate_pairs import SENTENCE_CACHE
+from ticketsim.lifecycle.promotion import label as version_label
+from ticketsim.lifecycle.promotion import run_gate
 from ticketsim.lifecycle.registry import CHAMPION, ModelVersion, aliases, load_version, promote, version_by_alias
-from ticketsim.lifecycle.retrain import label as version_label
-from ticketsim.lifecycle.retrain import retrain, run_gate
 from ticketsim.lifecycle.tracking import URI_VARIABLE, stage_run
 from ticketsim.lifecycle.trusted import freeze
 from ticketsim.model.branches import BranchStart, query_tower_refusal
@@ -58,6 +57,7 @@ from ticketsim.search.searcher import Searcher
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.query_tower import retrain_query_tower
 from ticketsim.training.variant import branch_start, fit_variant
+from ticketsim.workflows.retrain import retrain
 
 FQ = replace(F_ONLY, channels={"Fq": 1.0}, train={**F_ONLY.train, "epochs": 1})
 NEEDS_Q, NEEDS_T = {"Fq": ("sub+desc",)}, {"Fq": ("sub+desc+sol",)}
@@ -150,9 +150,9 @@ def test_an_index_folded_by_another_ticket_side_is_never_reused(champion, tmp_pa
 
 
 def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_road_otherwise(monkeypatch, tmp_path):
-    """The road chosen, with the registry and DVC stood in for: --full (no query road), no champion or one without Fq
+    """The road chosen, with the registry, DVC and the query-tower road stood in for: --full, no champion or one without Fq
     run `dvc repro` of retrain.targets, which rebuilds the index (register's deps hold the index stage's folder);
-    a champion with Fq goes to the query road with its bundle and index, and nothing is reproduced or pushed."""
+    a champion with Fq goes to the query-tower road with its bundle and index, and nothing is reproduced or pushed."""
     calls, roads = [], []
     monkeypatch.setattr(retrain_module, "check_reachable", lambda cfg: None)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: "local")
@@ -161,21 +161,21 @@ def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_
     bundles = {}
     for name, channels in (("Fq+L", {"Fq": 1.0, "L": 0.5}), ("F+L", {"F": 1.0, "L": 0.5}), ("A+L", {"A": 1.0, "L": 0.5})):
         (tmp_path / name).mkdir()
-        (tmp_path / name / MANIFEST).write_text(json.dumps({"variant": {"channels": channels}}))
+        (tmp_path / name / BUNDLE_MANIFEST).write_text(json.dumps({"variant": {"channels": channels}}))
         bundles[name] = SimpleNamespace(bundle=str(tmp_path / name), index=str(tmp_path / "index"))
     monkeypatch.setattr(retrain_module, "load_version", lambda cfg, version, scratch, why: bundles[version.version])
-    road = lambda params, bundle, index: roads.append((bundle.name, index.name))  # noqa: E731
+    monkeypatch.setattr(retrain_module, "register_query_tower", lambda params, bundle, index: roads.append((bundle.name, index.name)))
     params = road_params()
-    for champion, query_road, expected_calls, expected_roads in (
-            ("Fq+L", None, ["pull", "repro", "push"], []),       # --full
-            (None, road, ["pull", "repro", "push"], []),          # no champion yet
-            ("A+L", road, ["pull", "repro", "push"], []),         # no query tower
-            ("F+L", road, ["pull", "repro", "push"], []),         # both towers trained: the index is encoded again
-            ("Fq+L", road, ["pull"], [("Fq+L", "index")])):
+    for champion, full, expected_calls, expected_roads in (
+            ("Fq+L", True, ["pull", "repro", "push"], []),        # --full
+            (None, False, ["pull", "repro", "push"], []),         # no champion yet
+            ("A+L", False, ["pull", "repro", "push"], []),        # no query tower
+            ("F+L", False, ["pull", "repro", "push"], []),        # both towers trained: the index is encoded again
+            ("Fq+L", False, ["pull"], [("Fq+L", "index")])):
         calls.clear(), roads.clear()
         version = ModelVersion("m", champion, "run", {}, {}) if champion else None
         monkeypatch.setattr(retrain_module, "version_by_alias", lambda cfg, model, alias, v=version: v)
-        retrain(params, query_road)
+        retrain(params, full)
         assert (calls, roads) == (expected_calls, expected_roads), champion
     register = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["register"]["do"]
     assert "models/${key}/index" in register["deps"] and params.retrain.targets == ("register@default",)
@@ -190,12 +190,12 @@ def test_ticketsim_retrain_registers_the_query_tower_on_the_champions_index_and_
     bundle, index, _ = champion
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: None)
-    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query road"))
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query-tower road"))
     params = replace(road_params(), tracking=TrackingConfig(f"sqlite:///{tmp_path / 'mlflow.db'}", "t", str(tmp_path / "art")))
     name = params.siamese.registered_name("default")
     with stage_run(params.tracking, "register", "default"):
         promote(params.tracking, name, log_bundle(str(bundle), name, str(index)))
-    outcome = retrain(params, register_query_tower)
+    outcome = retrain(params)
     assert outcome.candidate.version == "2" and outcome.result is not None, outcome.markdown
     assert "==> the query-tower road" in capsys.readouterr().out
     new = load_version(params.tracking, outcome.candidate, tmp_path / "v2", "in the test")
@@ -260,7 +260,7 @@ def test_feedback_on_the_query_tower_road_is_checked_before_it_trains_and_gated_
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(URI_VARIABLE, raising=False)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: None)
-    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query road"))
+    monkeypatch.setattr(retrain_module, "dvc", lambda *args: pytest.fail(f"dvc {' '.join(args)} ran on the query-tower road"))
     _, _, parts = champion
     bundle = make_bundle(tmp_path / "bundle", parts, "FqL", tower=SENTENCE.model)
     build_index(Scorer.load(bundle), model_hash(bundle), parts.corpus.tickets, out=tmp_path / "index")
@@ -306,9 +306,9 @@ def test_feedback_on_the_query_tower_road_is_checked_before_it_trains_and_gated_
         done, accepted = accept(journal.path, batch.number, copy, fractions, JUDGED_AT)
         assert accepted is not None and done.intake.added.get("queries") == FEEDBACK_QUERIES
         trained = replace(params, datasets={"default": replace(params.dataset("default"), raw=str(copy))})
-        assert retrain_module.took_query_road(trained, register_query_tower)
+        assert retrain_module.took_query_tower_road(trained)
         verdicts[batch.judge] = run_gate(trained, record=False)
-    verdicts["page"] = retrain(params, register_query_tower)      # `ticketsim retrain` on the folder with the honest batch
+    verdicts["page"] = retrain(params)      # `ticketsim retrain` on the folder with the honest batch
     for batch, kind in ((poisoned, "poisoned"), (shuffled, "shuffled"), (honest, "honest")):
         outcome = verdicts[batch.judge]
         print(f"\n{kind} batch (top_no {batch.figures['top_no']:.2f}, concordance {batch.figures['concordance']:.2f}, "

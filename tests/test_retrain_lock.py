@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import ticketsim.lifecycle.retrain as retrain_module
+import ticketsim.workflows.retrain as retrain_module
 from ticketsim import cli
 from ticketsim.errors import StepError
 from ticketsim.lifecycle.retrain_lock import LOCK

@@ -14,7 +14,7 @@ from ticketsim.training import selection_report
 from ticketsim.training import shift as shift_module
 from ticketsim.training.selection import OWN, cross_validate_under, query_folds, with_folds
 from ticketsim.training.shift import CROSS_DATASET, CROSS_PART, LATER_YEAR, choose, cross_part, later_year, later_year_results, verdict
-from ticketsim.training.variant import SEARCH_SPLITS, prepare
+from ticketsim.training.variant import CHOICE_SPLITS, prepare
 
 ORDER_ONLY = VariantConfig(channels={"R": 1.0}, levels={"sub+desc-sub+desc+sol": 1.0}, labels=False)
 TINY = VariantConfig(channels={"h": 1.0, "E": 0.5}, levels={"sub+desc-sub+desc+sol": 1.0})
@@ -34,7 +34,7 @@ def data(tmp_path_factory):
     params = make_params(tmp_path_factory.mktemp("shift"))
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
     return prepare(params, tokens, [random_channel("E", corpus, 2)], table, 4, [TINY], corpus, pairs,
-                   splits=(*SEARCH_SPLITS, LAY))
+                   splits=(*CHOICE_SPLITS, LAY))
 
 
 def test_the_later_year_view_removes_the_comment_threads_and_withholds_the_source_order(data):
@@ -63,7 +63,7 @@ def test_the_later_year_view_removes_the_comment_threads_and_withholds_the_sourc
 def test_cross_validation_folds_train_and_dev_only_and_scores_each_fold_under_the_view_by_its_own_model(data):
     with torch_threads(1):
         runs = cross_validate_under(data, TINY, {LATER_YEAR: later_year(data)}, k=3, seed=5, epochs=1)
-    searched = sorted(data.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))["query_id"].unique())
+    searched = sorted(data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].unique())
     assert sorted(runs[OWN]["query_id"]) == sorted(runs[LATER_YEAR]["query_id"]) == searched   # no lay query folded
     folds = query_folds(searched, 3, seed=5)
     for run in runs.values():
@@ -180,7 +180,7 @@ def test_the_cross_dataset_shift_scores_another_datasets_train_and_dev_queries_w
     assert shifts.names == (CROSS_DATASET,)
     with torch_threads(1), tqdm(disable=True) as bar:
         results = {name: selection_report.trained(problem, name, 3, [0, 1], 1, 1, bar, shifts) for name in ("tiny", "order")}
-    scored = set(other.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))["query_id"])
+    scored = set(other.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"])
     for figures in results.values():
         assert set(figures["shifts"][CROSS_DATASET]["query_ap"]) == scored
         assert len(figures["shifts"][CROSS_DATASET]["map"]["values"]) == 2     # one run per seed
@@ -192,7 +192,7 @@ def test_a_row_reports_its_lay_and_later_year_figures_beside_dev(data, tmp_path)
     from dataclasses import replace
 
     from ticketsim.config import DatasetConfig
-    from ticketsim.training.rows import Row, train_row
+    from ticketsim.training.siamese_rows import Row, train_row
 
     threaded = replace(data, params=replace(data.params, datasets={"tiny": DatasetConfig("tiny", "semeval2016", "unused")}))
     with torch_threads(1):

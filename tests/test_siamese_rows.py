@@ -19,7 +19,7 @@ from ticketsim.config import (
 )
 from ticketsim.evaluate.report import BLOCK, table5
 from ticketsim.side_by_side import side_by_side
-from ticketsim.training.rows import Row, rows_of, train_row
+from ticketsim.training.siamese_rows import Row, rows_of, train_row
 from ticketsim.training.variant import Prepared, prepare
 
 ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),

@@ -20,11 +20,11 @@ from test_docs_commands import COMMANDS, RUN_HERE, shell, shown_commands
 
 from ticketsim import cli
 from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, SyntheticConfig, VariantConfig, load_params
-from ticketsim.data.manifest import MissingSource, manifest
+from ticketsim.data.source_record import MissingSource, source_record
 from ticketsim.data.sources import read_dataset
 from ticketsim.data.synthetic import generate
 from ticketsim.data.validate import IntakeReport
-from ticketsim.lifecycle.retrain import RetrainError, run_gate
+from ticketsim.lifecycle.promotion import RetrainError, run_gate
 from ticketsim.stage import Stage
 
 QUICK_START = (
@@ -50,7 +50,7 @@ def desk(raw: Path, **values) -> DatasetConfig:
 # ------------------------------------------------------------------------------------------------ the dataset
 def test_a_tickets_only_folder_reads_its_tickets_and_no_query_or_pair(tmp_path):
     raw = servicenow_export(tmp_path / "desk", 12)
-    assert [p.name for p in map(Path, manifest(desk(raw, labels=False))["files"])] == ["tickets.csv"]
+    assert [p.name for p in map(Path, source_record(desk(raw, labels=False))["files"])] == ["tickets.csv"]
     corpus = read_dataset(desk(raw, labels=False), IntakeReport())
     assert (corpus.tickets.height, corpus.queries.height, corpus.pairs.height) == (12, 0, 0)
 
@@ -72,14 +72,14 @@ def test_labels_false_with_labelled_files_beside_the_tickets_is_refused_naming_t
     (raw / "pairs.csv").write_text("query_id,ticket_id,label\n")
     with pytest.raises(MissingSource, match=re.escape("datasets.mydesk.labels is false (tickets only), but "
                                                       f"{raw} holds pairs.csv: remove `labels: false`")):
-        manifest(desk(raw, labels=False))
+        source_record(desk(raw, labels=False))
 
 
 def test_a_folder_of_tickets_alone_without_labels_false_says_how_to_read_it(tmp_path):
     raw = servicenow_export(tmp_path / "desk", 3)
     with pytest.raises(MissingSource, match=re.escape(f"{raw} lacks queries.csv|.jsonl, pairs.csv|.jsonl") +
                        ".*set datasets.mydesk.labels: false$"):
-        manifest(desk(raw))
+        source_record(desk(raw))
 
 
 def test_labels_false_is_for_csv_datasets_and_the_unlabelled_final_must_learn_from_no_label(tmp_path):

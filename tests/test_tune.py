@@ -26,13 +26,13 @@ from ticketsim.config import (
 )
 from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.threads import torch_threads
-from ticketsim.training.variant import SEARCH_SPLITS, prepare, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
 from ticketsim.tuning import rescore as rescore_module
-from ticketsim.tuning import search as search_module
+from ticketsim.tuning import tuner as tuner_module
 from ticketsim.tuning.output import write_tuned
-from ticketsim.tuning.rescore import fold_models, rescore, with_rescore_cache
-from ticketsim.tuning.search import default_measures, dev_measures, run, search, trial_params
+from ticketsim.tuning.rescore import fold_models, rescore, with_rescore_vectors
 from ticketsim.tuning.study import open_study
+from ticketsim.tuning.tuner import default_measures, dev_measures, run, run_study, trial_params
 
 # Around the paper's #22 (FINAL), which the searched variant of these tests is.
 RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
@@ -69,7 +69,7 @@ def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = No
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
     return prepare(params, tokens, [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4,
                    [params.siamese.variant(params.siamese.final)], corpus, corpus.pairs if pairs is None else pairs,
-                   splits=SEARCH_SPLITS)
+                   splits=CHOICE_SPLITS)
 
 
 def searched_variant(params: dict[str, float]) -> VariantConfig:
@@ -81,8 +81,8 @@ def searched_variant(params: dict[str, float]) -> VariantConfig:
 @pytest.mark.slow
 def test_rescore_finds_better_weights_than_the_final_variants_and_reports_their_own_figures(tmp_path, corpus_and_tokens):
     params = make_params(tmp_path, n_trials=12)
-    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
-    study = search(problem, params.tune, "rescore")
+    problem = with_rescore_vectors(make_problem(params, *corpus_and_tokens), params.tune)
+    study = run_study(problem, params.tune, "rescore")
     default = default_measures(study, problem, params.tune)
     assert study.trials[0].user_attrs["final"] and study.trials[0].params == trial_params(FINAL, 8, params.tune)
     assert len(study.trials) == 12
@@ -97,11 +97,11 @@ def test_rescore_reads_the_siamese_stages_model_as_well_as_its_own(tmp_path, cor
     params = make_params(tmp_path)
     problem = make_problem(params, *corpus_and_tokens)
     train_variant(problem, FINAL, params.seed, 8, params.tune.epochs).save(tmp_path)
-    loaded, trained = with_rescore_cache(problem, params.tune, tmp_path), with_rescore_cache(problem, params.tune)
+    loaded, trained = with_rescore_vectors(problem, params.tune, tmp_path), with_rescore_vectors(problem, params.tune)
     other = VariantConfig(channels={"h": 0.9, "E": 0.3, "T": 0.0}, levels={"sub-sub": 0.1, "desc-sol": 0.4})
     assert np.allclose(rescore(loaded, other), rescore(trained, other))
     with pytest.raises(ValueError, match="not as"):
-        with_rescore_cache(replace(problem, params=replace(params, siamese=replace(params.siamese, variants={"22": other}))),
+        with_rescore_vectors(replace(problem, params=replace(params, siamese=replace(params.siamese, variants={"22": other}))),
                            params.tune, tmp_path)
 
 
@@ -110,20 +110,20 @@ def test_a_lone_worker_runs_its_trials_on_the_threads_of_a_model_trained_alone(t
     stage would (training.variant.threads_alone: the encoder's threads for F), where workers side by side take one
     share each (siamese.threads)."""
     params = make_params(tmp_path, n_trials=2)
-    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
+    problem = with_rescore_vectors(make_problem(params, *corpus_and_tokens), params.tune)
     threads = []
-    monkeypatch.setattr(search_module, "threads_alone", lambda siamese, variant: 3 if variant == problem.final else 0)
-    monkeypatch.setattr(search_module.torch, "set_num_threads", threads.append)
-    assert len(search(problem, params.tune, "lone").trials) == 2 and threads == [3]
+    monkeypatch.setattr(tuner_module, "threads_alone", lambda siamese, variant: 3 if variant == problem.final else 0)
+    monkeypatch.setattr(tuner_module.torch, "set_num_threads", threads.append)
+    assert len(run_study(problem, params.tune, "lone").trials) == 2 and threads == [3]
 
 
 def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
     params = make_params(tmp_path, n_trials=3)
-    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
-    first = search(problem, params.tune, "resumed")
+    problem = with_rescore_vectors(make_problem(params, *corpus_and_tokens), params.tune)
+    first = run_study(problem, params.tune, "resumed")
     before = [t.params for t in first.trials]
     del first  # the process that ran it is gone; only the storage remains
-    resumed = search(problem, replace(params.tune, n_trials=5), "resumed")
+    resumed = run_study(problem, replace(params.tune, n_trials=5), "resumed")
     assert len(resumed.trials) == 5 and [t.params for t in resumed.trials[:3]] == before
     assert len(optuna.get_all_study_names(params.tune.storage)) == 1
 
@@ -132,8 +132,8 @@ def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
 def test_two_worker_processes_share_one_sqlite_study(tmp_path, corpus_and_tokens):
     # How the trials divide between the workers depends on the machine's load: benchmarks/speed_goals.py measures it.
     params = make_params(tmp_path, n_trials=30)
-    problem = with_rescore_cache(make_problem(params, *corpus_and_tokens), params.tune)
-    study = search(problem, params.tune, "shared", workers=2)
+    problem = with_rescore_vectors(make_problem(params, *corpus_and_tokens), params.tune)
+    study = run_study(problem, params.tune, "shared", workers=2)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert sorted(t.number for t in complete) == list(range(30))    # the first 30 numbers, each finished once
     # a trial a worker started when the 30 places were taken is failed as surplus, never run
@@ -152,12 +152,12 @@ def test_a_bad_trial_is_pruned_before_its_last_epoch(tmp_path, corpus_and_tokens
     # No h, E, or T to speak of: every pair scores nearly the same, the ranking is arbitrary.
     nearly_flat = VariantConfig(channels={"h": 0.5, "E": 0.0, "T": 0.0}, levels=dict.fromkeys(FINAL.levels, 1e-6))
     study.enqueue_trial(trial_params(nearly_flat, 8, params.tune))
-    study = search(problem, params.tune, "pruned")
+    study = run_study(problem, params.tune, "pruned")
     good, bad = study.trials
     epochs = params.siamese.train.epochs      # 3: tune.epochs (4) caps a trial's own epochs, never raises them
     assert good.state == optuna.trial.TrialState.COMPLETE and len(good.intermediate_values) >= 2
     assert bad.state == optuna.trial.TrialState.PRUNED and len(bad.intermediate_values) < epochs < params.tune.epochs
-    pruning = search_module.summary(study, problem, params.tune, {"map": 0.0}, 0.0)["pruning"]
+    pruning = tuner_module.summary(study, problem, params.tune, {"map": 0.0}, 0.0)["pruning"]
     assert pruning == {"epochs_saved": epochs - len(bad.intermediate_values), "epoch_budget": 2 * epochs,
                        "share_saved": round((epochs - len(bad.intermediate_values)) / (2 * epochs), 3)}
 
@@ -174,7 +174,7 @@ def test_the_search_never_reads_the_test_split(tmp_path, corpus_and_tokens):
     other = make_problem(params, corpus, tokens, garbage)
     results = []
     for name, each in (("a", problem), ("b", other)):
-        study = search(with_rescore_cache(each, params.tune), params.tune, name)
+        study = run_study(with_rescore_vectors(each, params.tune), params.tune, name)
         results.append(([t.params for t in study.trials], [t.value for t in study.trials]))
     assert results[0] == results[1]
 
@@ -237,7 +237,7 @@ def cv_params(tmp_path, **tune) -> Params:
 
 def cv_problem(params: Params, corpus, tokens):
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=SEARCH_SPLITS)
+    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=CHOICE_SPLITS)
 
 
 def learned_mean(models) -> dict[str, float]:
@@ -253,26 +253,26 @@ def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_star
     params = cv_params(tmp_path)
     problem = cv_problem(params, *corpus_and_tokens)
     queries = sorted(set(problem.pairs["query_id"]))
-    seen, scored, caches, per_trial, built = {}, {}, {}, [], []   # keyed by the fold model itself
+    seen, scored, vectors, per_trial, built = {}, {}, {}, [], []   # keyed by the fold model itself
 
     def train(data, *args, **kwargs):     # which queries each fold model trained or early-stopped on
         trained = train_variant(data, *args, **kwargs)
         seen[trained.model] = set(data.pairs.filter(pl.col("split") != "test")["query_id"])
         return trained
 
-    def cache(model, inputs, pairs, metric):   # which queries each fold model's vectors are kept for
-        scored[model], caches[model] = pairs, cached_vectors(model, inputs, pairs, metric)
-        return caches[model]
+    def kept(model, inputs, pairs, metric):   # which queries each fold model's vectors are kept for
+        scored[model], vectors[model] = pairs, model_vectors(model, inputs, pairs, metric)
+        return vectors[model]
 
     def per_query(pairs, scores, depth):  # which queries a trial scores
         per_trial.append(list(pairs["query_id"].unique()))
         return selection_per_query(pairs, scores, depth)
 
-    cached_vectors, selection_per_query = rescore_module.cached_vectors, rescore_module.per_query
-    for name, wrapper in (("train_variant", train), ("cached_vectors", cache), ("per_query", per_query)):
+    model_vectors, selection_per_query = rescore_module.model_vectors, rescore_module.per_query
+    for name, wrapper in (("train_variant", train), ("model_vectors", kept), ("per_query", per_query)):
         monkeypatch.setattr(rescore_module, name, wrapper)
-    monkeypatch.setattr(search_module, "fold_models", lambda *args: built.append(fold_models(*args)) or built[-1])
-    study = search(problem, params.tune, "cv")
+    monkeypatch.setattr(tuner_module, "fold_models", lambda *args: built.append(fold_models(*args)) or built[-1])
+    study = run_study(problem, params.tune, "cv")
 
     assert len(seen) == len(scored) == params.tune.folds    # one model per fold, trained once for all the trials
     for model, pairs in scored.items():
@@ -288,7 +288,7 @@ def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_star
     other = VariantConfig(channels={"A": 2.0, "L": 1.0}, levels=dict.fromkeys(MULTI, 0.5))
     for model, pairs in scored.items():
         rows = held_out.pairs.with_row_index().join(pairs.select("query_id", "ticket_id"), on=["query_id", "ticket_id"])["index"]
-        alone = rescore(replace(held_out, pairs=pairs, cached=caches[model]), other)
+        alone = rescore(replace(held_out, pairs=pairs, rescore_vectors=vectors[model]), other)
         assert np.allclose(rescore(held_out, other)[rows.to_numpy()], alone)
 
     # trial 0: the W and V the fold models learned (their mean), not the variant's starting values

@@ -1,4 +1,10 @@
-"""The failures `ticketsim` tells apart by exit code, importable without the heavy modules that raise them."""
+"""The failures `ticketsim` tells apart by exit code, and the codes: importable without the heavy modules that raise them."""
+
+OK = 0
+FAILED = 1       # the quality gate failed (gate, retrain)
+ERROR = 2        # a step could not run: bad params file, tracking server unreachable, dvc failed, data not overwritten (and usage errors)
+BAD_INPUT = 65   # EX_DATAERR: input refused (any DataError), each problem as file:line; nothing was written
+BUG = 70         # EX_SOFTWARE: an unexpected exception, a bug in ticketsim: its traceback, then a line saying so
 
 
 class StepError(RuntimeError):

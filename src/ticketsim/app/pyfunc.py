@@ -87,7 +87,7 @@ class TicketSimModel(mlflow.pyfunc.PythonModel):
         """Every measure of this version on a labelled corpus, as `ticketsim evaluate` gives it: how the retraining gate
         scores the champion and the candidate on the same pairs (ticketsim.lifecycle.gate_pairs). `cached`: channel S of the
         corpus computed with `sentence`, taken only when that is this bundle's own `sentence` (else S is encoded)."""
-        from ticketsim.bundle.loader import evaluate_scorer
+        from ticketsim.bundle.evaluation import evaluate_scorer
 
         return evaluate_scorer(self.scorer, corpus, cfg, cached if sentence == self.scorer.sentence else ())[0]
 

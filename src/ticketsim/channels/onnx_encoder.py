@@ -6,7 +6,7 @@ The graph is the Hugging Face transformer, float32, as channels/encoder_backends
 It reads a text as its channel does: channel S's passages (channels/passages.py, as on the torch path), or one passage
 cut at `max_length` word pieces (`truncate`: channel F's fine-tuned encoders, model/branches.py). Each passage runs alone
 (no padding: a query's three texts differ in length). An encoder is exported only when its vectors on sample texts equal
-its torch road's (within TOLERANCE): a sentence-transformers model with other modules (another pooling, a dense layer,
+its torch encoding's (within TOLERANCE): a sentence-transformers model with other modules (another pooling, a dense layer,
 prompts) gets no export, and its bundle searches through torch.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ SAMPLES = ("pump getting hot", "The feed pump P-339 runs at 95 C since monday; b
 
 @dataclass(frozen=True, eq=False)
 class OnnxEncoder:
-    """An exported encoder, loaded: encode(texts) gives each text's vector as its torch road does (channel S's
+    """An exported encoder, loaded: encode(texts) gives each text's vector as its torch encoding does (channel S's
     sentence.encode_texts, or with `truncate` a fine-tuned encoder's TransformerBranch, unscaled)."""
 
     session: Any                 # onnxruntime.InferenceSession
@@ -143,9 +143,9 @@ def export_encoder(encoder: SentenceEncoder, cfg: SentenceConfig, folder: str | 
                         lambda texts: encode_texts(encoder, texts, cfg.pooling, cfg.overlap, cfg.normalize, threads=cfg.threads))
 
 
-def export_model(model: Any, settings: dict, folder: str | Path, torch_road: Callable[[Sequence[str]], np.ndarray]) -> str | None:
+def export_model(model: Any, settings: dict, folder: str | Path, reference: Callable[[Sequence[str]], np.ndarray]) -> str | None:
     """Write the export of a SentenceTransformer on the CPU (a transformer with mean pooling), read as `settings` say,
-    to `folder`, checked against `torch_road` (texts -> vectors) on SAMPLES; None when written, else why not
+    to `folder`, checked against `reference` (texts -> vectors: torch's) on SAMPLES; None when written, else why not
     (nothing is left behind then)."""
     from ticketsim.channels.encoder_backends import export_onnx
 
@@ -159,7 +159,7 @@ def export_model(model: Any, settings: dict, folder: str | Path, torch_road: Cal
     settings = {**settings, "normalized": names[2:] == ["Normalize"], "dim": int(model.get_embedding_dimension()),
                 "max_length": int(model.max_seq_length)}
     (folder / SETTINGS).write_text(json.dumps(settings) + "\n")
-    difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - torch_road(SAMPLES)).max())
+    difference = float(np.abs(OnnxEncoder.load(folder).encode(SAMPLES) - reference(SAMPLES)).max())
     if difference > TOLERANCE:
         shutil.rmtree(folder)
         return f"its exported vectors differ from torch's by {difference:.2g} (more than {TOLERANCE:g})"

@@ -28,7 +28,7 @@ import torch
 from tqdm import tqdm
 
 from ticketsim.channels.encoder_backends import Backend, BackendError, Quantize, backend_label, load_backend
-from ticketsim.channels.encoder_files import DEFAULT_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
+from ticketsim.channels.encoder_files import DEFAULT_ENCODER_CACHE, DEFAULT_MODEL, EncoderError, resolve_model
 from ticketsim.channels.passages import Pooling, check_overlap, pool, windows
 from ticketsim.config import SentenceConfig
 from ticketsim.device import DeviceError, inference_precision, resolve_device
@@ -61,11 +61,11 @@ class SentenceEncoder:
 
 
 # ---------------------------------------------------------------------------------------------------------- loading
-def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: str | Path = DEFAULT_CACHE,
+def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE,
                  max_tokens: int | None = None, backend: Backend = "torch", quantize: Quantize = "none",
                  threads: int = 1, device: str = SentenceConfig.device) -> SentenceEncoder:
     """Load the encoder on `device` (sentence.device: auto, cpu, cuda, cuda:N). `max_tokens`: passage length (at most
-    the model's max_seq_length; None: that). `backend`, `quantize`: torch, or an export made once under `cache`
+    the model's max_seq_length; None: that). `backend`, `quantize`: torch, or an export made once under `encoder_cache`
     (ticketsim.channels.encoder_backends), which runs on the CPU on `threads` threads from loading on (torch takes its
     threads when encoding)."""
     if max_tokens is not None and max_tokens < 8:
@@ -74,7 +74,7 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
         device = resolve_device(device, "sentence.device") if backend == "torch" else "cpu"
     except DeviceError as error:
         raise EncoderError(str(error)) from None
-    source, local = resolve_model(name, cache, download)
+    source, local = resolve_model(name, encoder_cache, download)
     if local or not download:
         # Read by huggingface_hub when it is first imported: set before sentence_transformers is.
         os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -83,7 +83,7 @@ def load_encoder(name: str = DEFAULT_MODEL, *, download: bool = False, cache: st
     from transformers.utils import logging as transformers_logging
     transformers_logging.disable_progress_bar()     # its per-load 'Loading weights' bar; the encoding bar is ours
     try:
-        model, loaded_from = load_backend(source, backend, quantize, threads, cache, local_files_only=local or not download,
+        model, loaded_from = load_backend(source, backend, quantize, threads, encoder_cache, local_files_only=local or not download,
                                           device=device)
     except BackendError as error:
         raise EncoderError(str(error)) from None
@@ -221,7 +221,7 @@ def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling 
 
 def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
     """The encoder params `sentence` name."""
-    return load_encoder(cfg.model, download=cfg.download, cache=cfg.cache, max_tokens=cfg.max_tokens, backend=cfg.backend,
+    return load_encoder(cfg.model, download=cfg.download, encoder_cache=cfg.cache, max_tokens=cfg.max_tokens, backend=cfg.backend,
                         quantize=cfg.quantize, threads=cfg.threads, device=cfg.device)
 
 

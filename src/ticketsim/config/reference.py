@@ -1,5 +1,5 @@
-"""docs/params.md: every key of the params files with its type, default and help text, written from the schema
-(`ticketsim params --markdown`), each section with the file that sets it."""
+"""docs/params.md and docs/params-research.md: every key of each params file with its type, default and help text,
+written from the schema (`ticketsim params --markdown <file>`), each section with the file that sets it."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,29 +12,40 @@ import yaml
 
 from ticketsim.config.schema import Params
 
-HEAD = """# Params
-
-Every key of `params.yaml` (what a user sets) and `params-research.yaml` (the model and the research catalogue): its
-type, its default (what a key that neither file sets reads) and its meaning. A key is set in one of the two files, the
-one its section names; dvc.yaml lists, per stage, the keys it reads from each. This page is written from the schema
+PAGES = {"params.yaml": "docs/params.md", "params-research.yaml": "docs/params-research.md"}   # one page per file
+HEAD = {"params.yaml": "# Params\n\nEvery key of `params.yaml`: what a user sets (the research catalogue and the model: "
+        "[params-research.md](params-research.md)).",
+        "params-research.yaml": "# Research params\n\nEvery key of `params-research.yaml`: the model and the research "
+        "catalogue (what a user sets: [params.md](params.md))."}
+ABOUT = """
+Each key with its type, its default (what a key that no file sets reads) and its meaning; a key is set in one of the
+two files, and dvc.yaml lists, per stage, the keys it reads from each. This page is written from the schema
 (`src/ticketsim/config/schema.py`), never by hand:
 
 ```bash
-ticketsim params --markdown > docs/params.md
+ticketsim params --markdown {file} > {page}
 ```
 """
 
 
-def reference_markdown(homes: dict[str, str]) -> str:
-    """The reference page; `homes`: section (or section.key, for a section split over the files) -> the file setting it."""
+def reference_markdown(homes: dict[str, str], file: str = "params.yaml") -> str:
+    """The reference page of one params file (PAGES): each section it sets, of a section split over both files the keys
+    it sets; `homes`: section (or section.key, for a split section) -> the file setting it. A section no file sets is
+    a user's (params.yaml)."""
     seen: dict[type, tuple[str, Any]] = {}
-    parts = [HEAD]
+    parts = [HEAD[file], ABOUT.format(file=file, page=PAGES[file])]
     for f in dataclasses.fields(Params):
         hint, help = typing.get_type_hints(Params)[f.name], f.metadata["help"]
         nested = any(dataclasses.is_dataclass(a) for a in (hint, *typing.get_args(hint)))
         rows = rows_of(hint, default_of(f), f.metadata, "" if nested else f.name, f.name, seen)
-        parts.append(f"\n## `{f.name}`\n\n{help[0].upper()}{help[1:]}; set in {home(f.name, homes)}.\n\n"
-                     "| key | type | default | meaning |\n| --- | --- | --- | --- |\n" + "".join(rows))
+        where = home(f.name, homes)
+        if f.name not in homes:     # split over both files (or set in none): the rows of the keys this file sets
+            rows = [r for r in rows if homes.get(f"{f.name}.{r[3:].split('`')[0].split('.')[0]}", "params.yaml") == file]
+        elif where != file:
+            rows = []
+        if rows:
+            parts.append(f"\n## `{f.name}`\n\n{help[0].upper()}{help[1:]}; set in {where}.\n\n"
+                         "| key | type | default | meaning |\n| --- | --- | --- | --- |\n" + "".join(rows))
     return "".join(parts)
 
 

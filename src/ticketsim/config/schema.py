@@ -467,7 +467,7 @@ class SearchSpace:
 
 @dataclass(frozen=True)
 class TuneConfig:
-    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tuning.search), on the train and dev pairs only."""
+    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tuning.tuner), on the train and dev pairs only."""
 
     enabled: bool = param(True, "false: no search, the tuned file gets the final variant's configured weights")
     storage: str = param("sqlite:///optuna.db", "any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study")

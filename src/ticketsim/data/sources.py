@@ -6,7 +6,7 @@ import polars as pl
 from ticketsim.config import DatasetConfig, Params
 from ticketsim.data import csvsource, semeval
 from ticketsim.data.columns import resolve
-from ticketsim.data.manifest import csv_tables
+from ticketsim.data.source_record import csv_tables
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import ORIGIN, IntakeReport, validate

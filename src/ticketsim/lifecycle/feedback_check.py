@@ -70,8 +70,8 @@ def champion_ranks(params: Params, rows: pl.DataFrame) -> tuple[dict[Key, int] |
     # MLflow (and torch, to rank) only when there is something to check: an export with nothing new stays quick
     from mlflow.exceptions import MlflowException
 
+    from ticketsim.lifecycle.promotion import label
     from ticketsim.lifecycle.registry import CHAMPION, load_version, version_by_alias
-    from ticketsim.lifecycle.retrain import label
     from ticketsim.lifecycle.tracking import SQLITE, check_reachable, tracking_uri
 
     cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)

@@ -1,5 +1,5 @@
 """The retraining quality gate: a candidate model's metrics against the champion's, metric by metric, as a verdict and a
-Markdown table. Pure logic: ticketsim.lifecycle.retrain gets the metrics (both models scored on the trusted pairs of
+Markdown table. Pure logic: ticketsim.lifecycle.promotion gets the metrics (both models scored on the trusted pairs of
 ticketsim.lifecycle.trusted, else stored figures: the registry's, `dvc metrics diff`).
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import DatasetConfig, EvaluationConfig, Params, SentenceConfig, TrackingConfig
-from ticketsim.data.manifest import CSV_TABLES
+from ticketsim.data.source_record import CSV_TABLES
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.tables import Corpus
 from ticketsim.data.validate import IntakeReport

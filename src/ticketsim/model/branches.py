@@ -158,17 +158,17 @@ class TransformerBranch(nn.Module):
 
     def export(self, folder: str | Path) -> str | None:
         """Write the encoder's ONNX export for a query without torch (channels/onnx_encoder.py: the first max_tokens
-        word pieces, unscaled) to `folder`, checked against this branch's own road on the CPU; None when written, else
+        word pieces, unscaled) to `folder`, checked against this branch's own torch encoding on the CPU; None when written, else
         why not."""
         from ticketsim.channels.onnx_encoder import export_model
 
         cpu = TransformerBranch(copy.deepcopy(self.model).cpu(), self.max_tokens, device="cpu").eval()   # this one untouched
 
-        def torch_road(texts: Sequence[str]) -> np.ndarray:
+        def through_torch(texts: Sequence[str]) -> np.ndarray:
             with torch.no_grad():
                 return cpu(list(texts)).numpy()
 
-        return export_model(cpu.model, {"truncate": True}, folder, torch_road)
+        return export_model(cpu.model, {"truncate": True}, folder, through_torch)
 
 
 class QueryTower(nn.Module):

@@ -1,5 +1,5 @@
 """Texts through a bundle's Scorer into folded vectors: the one path for the index's tickets, and for a search's queries
-when the bundle has no query export (search/queries.py, whose exported road gives the same vectors), so both sides go
+when the bundle has no query export (search/queries.py, whose export gives the same vectors), so both sides go
 through exactly the channels, scales and weights the model scores pairs with (ticketsim.bundle.loader)."""
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ workers share one copy of it in the page cache:
 - BM25's postings and lengths (search/postings.py), from which channel L and every idf follow;
 - the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
 - the reason topics' word co-occurrence counts, from which their coherence follows;
-- manifest.json: the layout, the scales, and the hash of the bundle whose weights folded the vectors, so that a
-  search with other weights is refused instead of answering wrongly.
+- manifest.json, the generation manifest: the layout, the scales, and the hash of the bundle whose weights folded the
+  vectors, so that a search with other weights is refused instead of answering wrongly.
 
 Adding tickets writes the next generation: the vectors, tickets and counts of the one in force followed by the new
 ones'. Counts add up, so BM25 and the coherence after an addition are exactly those of a rebuild.
@@ -47,7 +47,7 @@ from ticketsim.search.vectors import Precision, TicketVectors
 if TYPE_CHECKING:
     from ticketsim.bundle.loader import Scorer
 
-MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.arrow"
+GENERATION_MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.arrow"
 IDS, BY_ID, ORDER, COOCCURRENCE = "ids", "by_id.npy", "order.npy", "cooccurrence.npy"
 FORMAT = 2      # manifest's "format": generations, mapped postings and tickets
 CHUNK = 1000    # tickets encoded at once: bounds the memory of a large knowledge base
@@ -75,7 +75,8 @@ def generation_of(directory: Path) -> Path:
     """The generation in force of an index folder, or a StepError when the folder is none or of an older ticketsim."""
     found = current(directory)
     if found is None:
-        if (directory / MANIFEST).is_file() and "model_hash" in json.loads((directory / MANIFEST).read_text()):
+        manifest = directory / GENERATION_MANIFEST     # where an older index kept it, in the folder itself
+        if manifest.is_file() and "model_hash" in json.loads(manifest.read_text()):
             raise StepError(f"{directory}: an index of an older ticketsim (one folder rewritten in place, BM25 rebuilt "
                             f"on every load); {REBUILD}")
         raise StepError(f"{directory}: not a search index (no {POINTER}); build one with `dvc repro index@<dataset>` "
@@ -83,7 +84,7 @@ def generation_of(directory: Path) -> Path:
     return found
 
 
-def read_manifest(directory: Path) -> dict:
+def read_generation_manifest(directory: Path) -> dict:
     """The manifest of the generation in force of an index folder."""
     return in_force(Path(directory))[1]
 
@@ -93,7 +94,7 @@ def in_force(directory: Path) -> tuple[Path, dict]:
     generation's manifest with another's files."""
     generation = generation_of(directory)
     try:
-        return generation, json.loads((generation / MANIFEST).read_text())
+        return generation, json.loads((generation / GENERATION_MANIFEST).read_text())
     except FileNotFoundError:
         raise StepError(f"{directory}: {POINTER} names {generation.name}, which is missing; {REBUILD}") from None
 
@@ -209,11 +210,11 @@ class TicketIndex:
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
-    def manifest(self) -> dict:
-        return manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words)
+    def generation_manifest(self) -> dict:
+        return generation_manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words)
 
 
-def manifest_of(bundle_hash: str, layout: Layout, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
+def generation_manifest_of(bundle_hash: str, layout: Layout, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
                 coherence: float, topic_words: Sequence[str]) -> dict:
     """What a generation's manifest says beside its size (write_generation adds tickets, dim and precision)."""
     return {"format": FORMAT, "model_hash": bundle_hash,
@@ -249,7 +250,7 @@ def write_generation(scratch: Path, manifest: dict, vectors: TicketVectors | Non
     np.save(scratch / ORDER, order)
     postings.save(scratch)
     np.save(scratch / COOCCURRENCE, cooccurrence)
-    (scratch / MANIFEST).write_text(json.dumps({**manifest, "tickets": len(ids), "dim": new.vectors.shape[1],
+    (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "tickets": len(ids), "dim": new.vectors.shape[1],
                                                 "precision": precision}) + "\n")
 
 
@@ -305,7 +306,8 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
     with next_generation(out) as (_, scratch):
         shutil.copytree(reused.generation, scratch, dirs_exist_ok=True)
         reused.model_hash, reused.layout = model_hash(bundle), layout
-        (scratch / MANIFEST).write_text(json.dumps({**json.loads((scratch / MANIFEST).read_text()), **reused.manifest()}) + "\n")
+        manifest = scratch / GENERATION_MANIFEST
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), **reused.generation_manifest()}) + "\n")
     return TicketIndex.load(out)
 
 
@@ -325,7 +327,7 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
     new = Encoded(vectors, frame)
     documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
-    manifest = manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words)
+    manifest = generation_manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words)
     with next_generation(out) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
         write_generation(scratch, manifest, None, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
@@ -362,8 +364,8 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
         index.check(bundle_hash, "the bundle", directory)
         refuse_known(index, new.frame["ticket_id"], origins)
         counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
-        write_generation(scratch, index.manifest(), index.vectors, index.table, index.postings.plus(documents), counts, new,
-                         index.vectors.precision)
+        write_generation(scratch, index.generation_manifest(), index.vectors, index.table, index.postings.plus(documents), counts,
+                         new, index.vectors.precision)
     return TicketIndex.load(directory)
 
 

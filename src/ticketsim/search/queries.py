@@ -1,7 +1,7 @@
 """A search's queries through a bundle: each query's tokens and folded vector, and what its reasons read (the reason
 model's topics, the calibrator). The one place that encodes a query for `ticketsim search`, the page and the served model.
 
-Two roads to the same vectors:
+Two runtimes to the same vectors:
 - exported (no torch, sentence-transformers, gensim or scikit-learn): when the bundle holds a query export (QUERY, written
   by `export_queries` at bundle time), channel S and the fine-tuned encoders F and Fq run as ONNX
   (channels/onnx_encoder.py), the adapter A and the reason topics as numpy arrays. Only bundles whose variant weighs
@@ -44,7 +44,7 @@ class QueryEncoder(Protocol):
     text: TextConfig
     calibrator: Calibrator
     topics: ReasonTopics
-    road: str                       # 'exported' or 'torch': said by the benchmarks and the docs' figures
+    runtime: str                    # 'exported' or 'torch': said by the benchmarks and the docs' figures
 
     def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
         """(the queries' tokens, their folded vectors (n, dim) float64)."""
@@ -57,7 +57,7 @@ class QueryEncoder(Protocol):
 class ScorerQueries:
     """Queries through the Scorer and torch, as the index encodes tickets."""
 
-    road = "torch"
+    runtime = "torch"
 
     def __init__(self, scorer: Scorer):
         self.scorer, self.text, self.calibrator = scorer, scorer.text, scorer.calibrator
@@ -70,7 +70,7 @@ class ScorerQueries:
 class ExportedQueries:
     """Queries through the bundle's export (QUERY): no torch."""
 
-    road = "exported"
+    runtime = "exported"
 
     def __init__(self, bundle: Path):
         manifest = bundle_manifest(bundle)
@@ -103,7 +103,7 @@ class ExportedQueries:
 
 
 def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEncoder:
-    """The bundle's exported road when it has one, else the Scorer's (`scorer`, when loaded already)."""
+    """The bundle's export when it has one, else the Scorer (`scorer`, when loaded already)."""
     bundle = Path(bundle)
     if (bundle / QUERY).is_dir():
         return ExportedQueries(bundle)

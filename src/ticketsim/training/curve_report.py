@@ -1,23 +1,14 @@
-"""`ticketsim curve`: what agents' clicks buy. The learning curve of ticketsim.training.learning_curve on a pipeline's
-files, printed as a Markdown table, written as JSON and as a PNG (MAP against judged queries, a band over the seeds,
-the untrained methods as horizontal lines), and logged to MLflow (a `curve` run: the table, the JSON and the PNG).
+"""The report of `ticketsim curve` (ticketsim.workflows.curve): what agents' clicks buy. The learning curve of
+ticketsim.training.learning_curve printed as a Markdown table, written as JSON and as a PNG (MAP against judged queries,
+a band over the seeds, the untrained methods as horizontal lines), and logged to MLflow (a `curve` run: the table, the
+JSON and the PNG).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-import time
 from pathlib import Path
 
-import torch
-from tqdm import tqdm
-
-from ticketsim.config import load_params
-from ticketsim.errors import StepError
-from ticketsim.training.learning_curve import ALL, SIZES, learning_curve, parse_size, pool_sizes, runnable
-from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
-from ticketsim.training.variant import SEARCH_SPLITS, threads_alone
+from ticketsim.training.learning_curve import ALL
 
 
 def pct(figure: dict | float | None) -> str:
@@ -101,31 +92,3 @@ def log(params, report: dict, table: str, files: list[Path]) -> None:
     with stage_run(params.tracking, "curve", report["dataset"], logged):
         mlflow.log_text(table, "curve.md")
         log_artifacts(*files)
-
-
-def command(args: argparse.Namespace) -> None:
-    """`ticketsim curve` (its arguments: ticketsim.cli)."""
-    started = time.perf_counter()
-    sizes = args.sizes or SIZES
-    for size in sizes:
-        parse_size(size)
-    params = load_params(args.workspace / "params.yaml")
-    problem = load_problem(params, args.workspace, args.dataset, args.variants, {"S"}, splits=(*SEARCH_SPLITS, *args.extra))
-    variants = {name: params.siamese.variant(name) for name in args.variants}
-    # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
-    torch.set_num_threads(threads_alone(params.siamese, *variants.values()))
-    if not any(v.labels for v in variants.values()):
-        raise StepError(f"--variants {' '.join(args.variants)}: none learns from labels, so there is no curve to draw")
-    baselines = {name: scores for name, scores in baseline_scores(problem, params).items() if name in ("BM25", S_ROW)}
-    reference = args.reference or next((n for n, v in variants.items() if not v.labels), S_ROW)
-    run = runnable(sizes, min(pool_sizes(problem, args.folds, args.seeds)))[0]
-    models = sum(v.labels for v in variants.values()) * len(run) * len(args.seeds) * args.folds
-    with tqdm(total=models, desc="curve", unit="model") as bar:
-        report = learning_curve(problem, variants, baselines, sizes, args.seeds, args.folds, args.extra, reference,
-                                epochs=args.epochs, on_model=lambda: bar.update(1))
-    report = {"dataset": args.dataset, "command": " ".join(sys.argv), **report,
-              "seconds": round(time.perf_counter() - started, 1)}
-    table = write(report, args.out, args.plot)
-    if not args.no_mlflow:
-        log(params, report, table, [path for path in (args.out, args.plot) if path])
-

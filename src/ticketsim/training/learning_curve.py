@@ -27,7 +27,7 @@ from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.training.selection import fold_pairs, mean_ap, paired_test, per_query, query_folds
 from ticketsim.training.selection_report import spread
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
 
 SIZES = ("25", "50", "100", "200", "all")   # judged queries per model; `all`: each fold's whole pool
 ALL = "all"
@@ -52,12 +52,12 @@ def sample_queries(pool: Sequence[str], n: int | None, seed: int, fold: int) -> 
 
 def searched(data: Prepared) -> pl.DataFrame:
     """The train + dev pairs: what the folds deal out."""
-    return data.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))
+    return data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
 
 
 def extra_pairs(data: Prepared, extra: Sequence[str]) -> pl.DataFrame:
     """The pairs of the extra splits, relabelled EXTRA + name; a one-line error for a split that is not extra or absent."""
-    overlap = set(extra) & {*SEARCH_SPLITS, "test"}
+    overlap = set(extra) & {*CHOICE_SPLITS, "test"}
     missing = set(extra) - set(data.pairs["split"].unique())
     if overlap or missing:
         raise ConfigError(f"extra scored splits {sorted(overlap | missing)}: "
@@ -110,7 +110,7 @@ def untrained_point(data: Prepared, scores: np.ndarray, extra: Sequence[str] = (
     """The same figures for pair scores of data.pairs that no label trained: per_query of the train + dev queries,
     each extra split's MAP (one model scores every query: no fold, no seed, no n)."""
     depth, split = data.params.evaluation.depth, data.pairs["split"]
-    by_query = per_query(data.pairs.filter(split.is_in(SEARCH_SPLITS)), scores[split.is_in(SEARCH_SPLITS).to_numpy()], depth)
+    by_query = per_query(data.pairs.filter(split.is_in(CHOICE_SPLITS)), scores[split.is_in(CHOICE_SPLITS).to_numpy()], depth)
     return by_query, {name: rerank_means(per_query(data.pairs.filter(split == name), scores[(split == name).to_numpy()],
                                                    depth))["map"] for name in extra}
 

@@ -14,8 +14,9 @@ import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.bundle.loader import FILES, OPTIONAL, Scorer, write_bundle
+from ticketsim.bundle.loader import FILES, OPTIONAL, Scorer
 from ticketsim.bundle.manifest import bundle_manifest
+from ticketsim.bundle.writer import write_bundle
 from ticketsim.channels.cache import ChannelVectors, component_strings
 from ticketsim.channels.sentence import encode_groups
 from ticketsim.config import EncoderConfig, Params, VariantConfig, build

@@ -17,7 +17,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -67,7 +67,7 @@ def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[
     """cross_validate's frame (key OWN) and, from the same k models, each held-out fold scored under each of `views`
     (name -> the same queries seen otherwise, e.g. training.shift.later_year(data)). Only the train and dev queries are
     folded: a shift split or the test split is never trained or chosen on."""
-    searched = data.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))
+    searched = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
     folds = query_folds(searched["query_id"], k, seed)
     depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, *views)}
     for held_out in range(k):

@@ -1,5 +1,6 @@
-"""`ticketsim select`: choose a configuration honestly. Cross-validated rerank MAP over the train + dev queries beside
-the dev MAP, and paired tests over queries (ticketsim.training.selection); printed as a Markdown table, written as JSON.
+"""The report of `ticketsim select` (ticketsim.workflows.select): choose a configuration honestly. Cross-validated
+rerank MAP over the train + dev queries beside the dev MAP, and paired tests over queries (ticketsim.training.selection);
+printed as a Markdown table, written as JSON.
 
 Per configuration (a name of siamese.variants): k-fold cross-validation by query for every seed (fold f scored, the
 next one early-stops, the rest train), and a model trained on train and early-stopped on dev per seed (the dev figure).
@@ -15,7 +16,6 @@ compared always) by CV and under each shift, and the choice by shift.choose: wha
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -23,10 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import torch
 from tqdm import tqdm
 
-from ticketsim.config import Params, load_params, stage_paths
+from ticketsim.config import Params, stage_paths
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
@@ -34,18 +33,8 @@ from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.model.branches import reads
 from ticketsim.model.metric import metric_of
 from ticketsim.training.selection import OWN, cross_validate_under, fold_maps, mean_ap, paired_test, split_run, with_folds
-from ticketsim.training.shift import (
-    CROSS_PART,
-    LATER_YEAR,
-    THREADED,
-    Shifts,
-    choose,
-    cross_part,
-    part_runs,
-    shifts_of,
-    verdict,
-)
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, prepare_files, threads_alone, train_variant
+from ticketsim.training.shift import CROSS_PART, LATER_YEAR, Shifts, choose, cross_part, part_runs, verdict
+from ticketsim.training.variant import CHOICE_SPLITS, Prepared, prepare_files, train_variant
 
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
 
@@ -77,9 +66,9 @@ def summary(cv_runs: list[pl.DataFrame], dev_runs: list[pl.DataFrame], kind: str
             "seconds": round(seconds, 1)}
 
 
-def searched_run(problem: Prepared, scores: np.ndarray, folds: int, seed: int) -> pl.DataFrame:
+def choice_run(problem: Prepared, scores: np.ndarray, folds: int, seed: int) -> pl.DataFrame:
     """An untrained model's per_query of the train + dev queries, with the folds cross_validate draws for `seed`."""
-    return with_folds(split_run(problem, scores, *SEARCH_SPLITS), folds, seed)
+    return with_folds(split_run(problem, scores, *CHOICE_SPLITS), folds, seed)
 
 
 def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
@@ -123,9 +112,9 @@ def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seed
         for shift, run in shifts.scored(problem, model, scores).items():
             shift_runs[shift].append(run)
         if i < cv_seeds:
-            cv_runs.append(searched_run(problem, scores, folds, seed))
+            cv_runs.append(choice_run(problem, scores, folds, seed))
             if shifts.later is not None:
-                shift_runs[LATER_YEAR].append(searched_run(shifts.later, model.scores_on(shifts.later), folds, seed))
+                shift_runs[LATER_YEAR].append(choice_run(shifts.later, model.scores_on(shifts.later), folds, seed))
             if CROSS_PART in shift_runs:
                 shift_runs[CROSS_PART].append(part_runs(cv_runs[-1], shifts.parts))
         bar.update(1 + folds * (i < cv_seeds))
@@ -136,9 +125,9 @@ def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, f
               shifts: Shifts) -> dict:
     """The same figures for pair scores that need no training (`later`: under the later-year view, where it has any):
     the folds of each seed, one dev run, one run of each shift."""
-    started, cv_runs = time.perf_counter(), [searched_run(problem, scores, folds, seed) for seed in seeds]
+    started, cv_runs = time.perf_counter(), [choice_run(problem, scores, folds, seed) for seed in seeds]
     shift_runs = {LAY: [split_run(problem, scores, LAY)] if LAY in shifts.names else [],
-                  LATER_YEAR: [split_run(shifts.later, later, *SEARCH_SPLITS)] if later is not None else [],
+                  LATER_YEAR: [split_run(shifts.later, later, *CHOICE_SPLITS)] if later is not None else [],
                   CROSS_PART: [part_runs(cv_runs[0], shifts.parts)] if CROSS_PART in shifts.names and cv_runs else []}
     return summary(cv_runs, [split_run(problem, scores, "dev")], "untrained", time.perf_counter() - started, shift_runs)
 
@@ -314,7 +303,7 @@ def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
 
 
 def load_problem(params: Params, workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
-                 splits: tuple[str, ...] = SEARCH_SPLITS) -> Prepared:
+                 splits: tuple[str, ...] = CHOICE_SPLITS) -> Prepared:
     """The Prepared of `dataset` from the workspace's tuner files (the same inputs), with the cached channels the named
     variants read and `channels`; one-line errors for an unknown name or a missing cache."""
     params.dataset(dataset)
@@ -335,38 +324,6 @@ def load_problem(params: Params, workspace: Path, dataset: str, names: list[str]
                                  [every[name] for name in names], splits=splits, also=cached)
 
 
-def command(args: argparse.Namespace) -> None:
-    """`ticketsim select` (its arguments: ticketsim.cli)."""
-    if args.merge:
-        write(merged(args.merge, args.resamples), args.out)
-        return
-    if not args.dataset or not args.variants:
-        raise StepError("--dataset and --variants are required (or --merge)")
-    started = time.perf_counter()
-    params = load_params(args.workspace / "params.yaml").for_dataset(args.dataset)    # siamese.final: the dataset's
-    variants = list(dict.fromkeys([*args.variants, params.siamese.unlabelled]))    # the reference is always compared
-    # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
-    torch.set_num_threads(threads_alone(params.siamese, *map(params.siamese.variant, variants)))
-    # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
-    problem = load_problem(params, args.workspace, args.dataset, variants, {"S"} if args.baselines else set(),
-                           splits=(*SEARCH_SPLITS, LAY))
-    dataset = params.dataset(args.dataset)
-    if dataset.source in THREADED:
-        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
-
-    other = None
-    if args.cross:      # another dataset's train + dev queries, scored by each seed's model of this one: its channels
-        workspace, name = Path(args.cross[0]), args.cross[1]     # only (no branch start, no mining: nothing trains there)
-        read = set().union(*(reads(metric_of(params.siamese.variant(v))) for v in variants))
-        other = load_problem(load_params(workspace / "params.yaml"), workspace, name, [], read)
-    shifts = shifts_of(problem, dataset.source, train_parts(dataset) if dataset.source in THREADED else {}, other)
-    cv_seeds = len(args.seeds) if args.cv_seeds is None else args.cv_seeds
-    report = select(problem, variants, shifts, args.folds, args.seeds, cv_seeds, args.epochs, args.baselines, args.resamples)
-    report |= {"dataset": args.dataset, "workspace": str(args.workspace.resolve()),
-               "seconds": round(time.perf_counter() - started, 1)}
-    write(report, args.out)
-
-
 def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
            epochs: int | None, baselines: bool, resamples: int) -> dict:
     """The report of `ticketsim select` on a Prepared (less its dataset, workspace and seconds): every configuration
@@ -381,7 +338,7 @@ def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, s
     later = baseline_scores(shifts.later, params) if baselines and shifts.later is not None else {}
     for name, pair_scores in scores.items():
         results[name] = untrained(problem, pair_scores, later.get(name), folds, seeds[:cv_seeds], shifts)
-    return {"command": " ".join(sys.argv), "queries": problem.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS))["query_id"].n_unique(),
+    return {"command": " ".join(sys.argv), "queries": problem.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].n_unique(),
             "folds": folds, "seeds": seeds, "cv_seeds": seeds[:cv_seeds], "epochs": epochs, "compared": len(variants),
             "configurations": results, "tests": tests(results, variants, list(scores), resamples) if cv_seeds else [],
             "judgement": judged(results, variants, params.siamese.unlabelled, params.siamese.final, resamples) if cv_seeds else None}

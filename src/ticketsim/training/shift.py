@@ -33,7 +33,7 @@ from ticketsim.evaluate.protocols import rerank
 from ticketsim.evaluate.suite import EVALUATION_SPLITS
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.selection import OWN, split_run
-from ticketsim.training.variant import SEARCH_SPLITS, Prepared, TrainedVariant, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
 
 LATER_YEAR, CROSS_PART, CROSS_DATASET = "later-year", "cross-part", "cross-dataset"
 # Sources whose ticket solution is a comment thread a later year's candidates lack, and whose pairs carry the
@@ -67,7 +67,7 @@ def cross_part(data: Prepared, variant: VariantConfig, parts: Mapping[str, Colle
                hidden: int | None = None, epochs: int | None = None) -> pl.DataFrame:
     """per_query of each part's train queries (parts: name -> query ids, e.g. data.semeval.train_parts), scored by the
     model trained on the other parts' train queries and early-stopped on dev; a column part."""
-    searched, runs = data.pairs.filter(pl.col("split").is_in(SEARCH_SPLITS)), []
+    searched, runs = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), []
     for name, ids in parts.items():
         scored = pl.col("query_id").is_in(list(ids)) & (pl.col("split") == "train")
         pairs = searched.with_columns(split=pl.when(scored).then(pl.lit("test")).otherwise(pl.col("split")))
@@ -106,7 +106,7 @@ class Shifts:
         under as it is: per_query of the lay split and of the other dataset's train + dev queries."""
         runs = {LAY: split_run(data, scores, LAY)} if self.lay else {}
         if self.other is not None:
-            runs[CROSS_DATASET] = split_run(self.other, model.scores_on(self.other), *SEARCH_SPLITS)
+            runs[CROSS_DATASET] = split_run(self.other, model.scores_on(self.other), *CHOICE_SPLITS)
         return runs
 
     @property

@@ -82,7 +82,7 @@ def mined_scale(vectors: ChannelVectors, mined: Mined, query: str) -> float:
     return channel_scale(as_mined_queries(vectors, query), mined.corpus.pairs)
 
 
-SEARCH_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the test split is never read to choose
+CHOICE_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the test split is never read to choose
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +103,7 @@ class Prepared:
     mined: Mined | None                     # the self-supervised pairs (variants with selfsup: true; no labels)
     digest: str = ""                        # inputs_digest of tokens, word table and channels: in every checkpoint's meta
     labelled: bool = True                   # else tickets only: trained on mined pairs, nothing to evaluate
-    cached: tuple[dict, dict, dict] | None = None  # the tuner's rescore cache (ticketsim.tuning.rescore)
+    rescore_vectors: tuple[dict, dict, dict] | None = None  # the tuner's (ticketsim.tuning.rescore)
 
     @property
     def siamese(self) -> SiameseParams:
@@ -189,7 +189,7 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
         from ticketsim.channels.sentence import load_encoder  # sentence-transformers only when F is weighed
 
         # on the CPU: each model moves its own copy to the device (TransformerBranch)
-        encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, cache=sentence.cache,
+        encoder = load_encoder(siamese.encoder.model or sentence.model, download=sentence.download, encoder_cache=sentence.cache,
                                device="cpu").model
     return BranchStart(encoder, siamese.encoder.on(sentence), scale, s_vectors.dim)
 

@@ -1,6 +1,6 @@
-"""What a rescore trial reads: cached channel vectors on which new W and V only recompute g, from one model of the final
-variant (objectives map and mse: scored on dev) or from k fold models (objective cv_map: every train + dev query scored by
-the model of its fold, which never saw it)."""
+"""What a rescore trial reads, its rescore vectors: each pair's channel vectors as a model computes them, on which new W
+and V only recompute g; from one model of the final variant (objectives map and mse: scored on dev) or from k fold models
+(objective cv_map: every train + dev query scored by the model of its fold, which never saw it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -23,7 +23,7 @@ from ticketsim.training.variant import Prepared, train_variant
 
 
 def space_metric(cfg: TuneConfig, final: VariantConfig) -> MetricConfig:
-    """Every channel and level the search can weigh for `final`: what a rescore cache must hold."""
+    """Every channel and level the search can weigh for `final`: what its rescore vectors must hold."""
     space = cfg.space(final)
     return MetricConfig(channels=dict.fromkeys(space.channels, 1.0), levels=dict.fromkeys(space.levels, 1.0))
 
@@ -35,9 +35,9 @@ def space_inputs(problem: Prepared, metric: MetricConfig) -> Inputs:
                         problem.siamese.max_tokens, problem.params.bm25, problem.corpus)
 
 
-def cached_vectors(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric: MetricConfig) -> tuple[dict, dict, dict]:
+def model_vectors(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric: MetricConfig) -> tuple[dict, dict, dict]:
     """Each pair's query and ticket vectors of the metric's channels as `model` computes them, and its pair channels'
-    distances: Prepared.cached, what `rescore` reads."""
+    distances: Prepared.rescore_vectors, what `rescore` reads."""
     needs_q, needs_t = metric.needs()
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
     queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t, tickets=True)
@@ -46,7 +46,7 @@ def cached_vectors(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metr
             {c: d.double() for c, d in inputs.pair_distances(metric, pairs).items()})
 
 
-def with_rescore_cache(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> Prepared:
+def with_rescore_vectors(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> Prepared:
     """Every pair's query and ticket vectors of every channel the space weighs, from one model of the final variant.
 
     The model is the siamese stage's (`base_model`: its folder, trained on train pairs, early-stopped on dev) or,
@@ -70,19 +70,19 @@ def with_rescore_cache(problem: Prepared, cfg: TuneConfig, base_model: str | Pat
                         encode_side(problem.tokens.tickets, "ticket_id", sorted(needs_t.get("h", ())), index, problem.siamese.max_tokens,
                                     cached, "tickets"), words,
                         lexical_distances(problem.tokens, problem.params.bm25) if metric.channels.get("L") else None)
-    return replace(problem, cached=cached_vectors(model, inputs, problem.pairs, metric))
+    return replace(problem, rescore_vectors=model_vectors(model, inputs, problem.pairs, metric))
 
 
 def rescore(problem: Prepared, variant: VariantConfig) -> np.ndarray:
-    """g of every pair with new weights on the cached vectors: no training."""
-    queries, tickets, pair = problem.cached
+    """g of every pair with new weights on the rescore vectors: no training."""
+    queries, tickets, pair = problem.rescore_vectors
     return similarity(queries, tickets, metric_of(variant), pair=pair).numpy()
 
 
 @dataclass(frozen=True, eq=False)
 class FoldModels:
-    """The cv_map objective's cache: every train + dev pair once (`held_out.pairs`, grouped by fold, column `fold`), its
-    vectors from the model of its fold (`held_out.cached`), and the W and V those models learned."""
+    """The cv_map objective's rescore vectors: every train + dev pair once (`held_out.pairs`, grouped by fold, column `fold`), its
+    vectors from the model of its fold (`held_out.rescore_vectors`), and the W and V those models learned."""
 
     held_out: Prepared
     learned: VariantConfig      # the final variant with the fold models' mean learned W and V (their own when fixed)
@@ -90,33 +90,33 @@ class FoldModels:
 
 def fold_models(problem: Prepared, cfg: TuneConfig) -> FoldModels:
     """tune.folds folds of the train + dev queries (training.selection's, drawn by seed); per fold one model of the final
-    variant trained once for tune.epochs on the other folds (the next fold early-stopping it), and its vectors of the
-    fold's pairs cached. The channel scales stay the train split's: vectors only, no label of a held-out query."""
+    variant trained once for tune.epochs on the other folds (the next fold early-stopping it), and its rescore vectors of
+    the fold's pairs. The channel scales stay the train split's: vectors only, no label of a held-out query."""
     metric, seed = space_metric(cfg, problem.final), problem.params.seed
     try:
         folds = query_folds(problem.pairs["query_id"], cfg.folds, seed)
     except ConfigError as error:
         raise ConfigError(f"tune.folds: {error}") from None
     inputs = space_inputs(problem, metric)
-    parts, caches, learned = [], [], []
+    parts, blocks, learned = [], [], []
     for fold in range(cfg.folds):
         pairs = fold_pairs(problem.pairs, folds, fold)
         model = train_variant(replace(problem, pairs=pairs), problem.final, seed, epochs=cfg.epochs).model
         held_out = pairs.filter(pl.col("split") == "test").with_columns(fold=pl.lit(fold))
         parts.append(held_out)
-        caches.append(cached_vectors(model, inputs, held_out, metric))
+        blocks.append(model_vectors(model, inputs, held_out, metric))
         with torch.no_grad():
             learned.append(model.metric(metric_of(problem.final)))
     mean = lambda weights, names: {n: float(np.mean([float(w.get(n, 0.0)) for w in weights])) for n in names}  # noqa: E731
     final = problem.final
-    return FoldModels(replace(problem, pairs=pl.concat(parts), cached=concatenated(caches)),
+    return FoldModels(replace(problem, pairs=pl.concat(parts), rescore_vectors=concatenated(blocks)),
                       replace(final, channels=mean([m.channels for m in learned], final.channels),
                               levels=mean([m.levels for m in learned], final.levels)))
 
 
-def concatenated(caches: list[tuple[dict, dict, dict]]) -> tuple[dict, dict, dict]:
-    """The caches of consecutive blocks of pairs as one cache of all of them, in the same order."""
-    queries, tickets, pair = zip(*caches)
+def concatenated(blocks: list[tuple[dict, dict, dict]]) -> tuple[dict, dict, dict]:
+    """The rescore vectors of consecutive blocks of pairs as those of all of them, in the same order."""
+    queries, tickets, pair = zip(*blocks)
     side = lambda parts: {c: {k: torch.cat([p[c][k] for p in parts]) for k in comps} for c, comps in parts[0].items()}  # noqa: E731
     return side(queries), side(tickets), {c: torch.cat([p[c] for p in pair]) for c in pair[0]}
 

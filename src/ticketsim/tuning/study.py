@@ -1,5 +1,5 @@
 """An Optuna study shared by workers: its RDB storage, the heartbeats that return a dead worker's trial to the queue,
-and the count of claimed trials that keeps a study at exactly n_trials. What a trial computes is ticketsim.tuning.search's."""
+and the count of claimed trials that keeps a study at exactly n_trials. What a trial computes is ticketsim.tuning.tuner's."""
 from __future__ import annotations
 
 import os

@@ -1,6 +1,6 @@
 """Which raw files a dataset reads, checked before anything runs: one line naming the param and the missing files.
 
-The `sources` stage writes this manifest (file names, sizes, SHA-256) and `prepare` depends on it instead of the raw
+The `sources` stage writes their record (file names, sizes, SHA-256) and `prepare` depends on it instead of the raw
 folder. So a dataset whose files are elsewhere (SemEval beside the repo, a user's export) stops `dvc repro` with our
 message instead of DVC's `No such file or directory`, and `prepare` reruns exactly when a raw file's bytes change.
 Only the standard library here: the stage runs on every `dvc repro` and must start fast.
@@ -59,7 +59,7 @@ def raw_files(cfg: DatasetConfig) -> list[Path]:
     return expected
 
 
-def manifest(cfg: DatasetConfig) -> dict:
+def source_record(cfg: DatasetConfig) -> dict:
     """The source and each raw file's name, size and SHA-256: changes exactly when prepare's input changes."""
     files = {}
     for path in raw_files(cfg):

@@ -1,6 +1,5 @@
-"""The retraining loop behind `ticketsim gate | rollback | retrain`: two roads to a new model version (the champion's
-query tower alone, or DVC's pipeline), the quality gate of the newest version against the champion, and promotion in the
-MLflow registry. Steps are printed as they run (`==> ...`).
+"""The quality gate of `ticketsim gate | retrain` and promotion in the MLflow registry: the newest model version judged
+against the champion, tagged, and promoted when it passes. Steps are printed as they run (`==> ...`).
 
 The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
@@ -11,19 +10,16 @@ champion at its promotion, which no later feedback changes), the dev pairs added
 version has the dev pairs of that moment frozen with it. Without a registry champion there is no model to score: the
 champion's figures are the final variant's metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on
 `gate.baseline_rev`, against the candidate's stored ones. A dry run (`record` False) writes nothing to the registry.
+How a new version comes to be registered (two roads) is ticketsim.workflows.retrain's.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
 from ticketsim.lifecycle.gate import GateResult, compare, dvc_baseline
@@ -32,22 +28,20 @@ from ticketsim.lifecycle.registry import (
     CHAMPION,
     ModelVersion,
     latest_version,
-    load_version,
     model_version,
     promote,
     tag_version,
     version_by_alias,
 )
-from ticketsim.lifecycle.tracking import check_reachable, sanitize, tracking_uri
+from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.lifecycle.trusted import freeze, gate_basis
-from ticketsim.model.branches import query_tower_refusal
 
 GATE_TAG = "gate"
 BASELINE_FILE = "metrics/{dataset}/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
 
 
 class RetrainError(StepError):
-    """A step of the loop failed; the message names the step and what to do."""
+    """A step of the retraining loop failed; the message names the step and what to do."""
 
 
 @dataclass(frozen=True)
@@ -118,73 +112,6 @@ def run_gate(params: Params, version: str | None = None, record: bool = True) ->
 
 def label(version: ModelVersion) -> str:
     return f"{version.model} v{version.version} (run {version.run_id})"
-
-
-QueryRoad = Callable[[Params, Path, Path], object]   # (params, the champion's bundle, its index): train, register a version
-
-
-def retrain(params: Params, query_road: QueryRoad | None = None) -> GateOutcome:
-    """The whole loop: tracking server check, dvc pull, training by one of two roads, gate, promote, dvc push (with a
-    DVC remote). The query-tower road (`query_road`, the default of `ticketsim retrain`) when the champion has a query
-    tower: it trains that alone and registers a version on the champion's index; otherwise, or without `query_road`
-    (--full), dvc repro of retrain.targets: both towers trained, the index rebuilt (docs/retraining.md#two-roads)."""
-    check_reachable(params.tracking)   # before training: a run must never be trained and then lost
-    print(f"==> MLflow tracking {tracking_uri(params.tracking)}: ok", flush=True)
-    remote = dvc_remote()
-    targets = list(params.retrain.targets)
-    if remote:
-        dvc("pull", "--allow-missing", "--with-deps", *targets)
-    full = query_road is None or not took_query_road(params, query_road)
-    if full:
-        dvc("repro", *targets)
-    outcome = run_gate(params)
-    if remote and outcome.promoted and full:    # the query road's version lives in the registry alone
-        dvc("push", "--with-deps", *targets)
-    return outcome
-
-
-def took_query_road(params: Params, query_road: QueryRoad) -> bool:
-    """Run `query_road` on the champion's bundle and index when the champion has a query tower; False (saying why) when
-    there is no champion or its variant has no tower to train alone, and the full road is to be taken."""
-    cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
-    champion = version_by_alias(cfg, model, CHAMPION)
-    with tempfile.TemporaryDirectory(prefix="ticketsim-retrain-") as scratch:
-        loaded = load_version(cfg, champion, Path(scratch), "to retrain its query tower") if champion else None
-        refusal = road_refusal(loaded)
-        if refusal:
-            print(f"==> the full road: {model} has no query tower to retrain alone ({refusal})", flush=True)
-            return False
-        print(f"==> the query-tower road: {label(champion)}'s query side trained as {params.retrain.query_tower}, its index "
-              "kept", flush=True)
-        query_road(params, Path(loaded.bundle), Path(loaded.index))
-    return True
-
-
-def road_refusal(champion: Any) -> str | None:
-    """Why the champion's python model (None: there is none) has no query tower to retrain alone; None when it has."""
-    if champion is None:
-        return "there is no champion yet"
-    if not getattr(champion, "index", None):   # a stand-in's model, or a version registered before the index
-        return "its model has no bundle and search index"
-    channels = bundle_manifest(Path(champion.bundle))["variant"]["channels"]
-    return query_tower_refusal({c for c, w in channels.items() if w})
-
-
-def dvc(*args: str) -> None:
-    """Run a DVC command with its output shown; raise RetrainError if it fails."""
-    print(f"==> dvc {' '.join(args)}", flush=True)
-    # close_fds=False: the retrain lock's inheritable descriptor (ticketsim.lifecycle.retrain_lock) goes along, so the
-    # lock outlives a killed retrain for as long as its dvc command runs
-    done = subprocess.run([sys.executable, "-m", "dvc", *args], check=False, close_fds=False)
-    if done.returncode:
-        raise RetrainError(f"`dvc {' '.join(args)}` failed (exit {done.returncode}); see its output above")
-
-
-def dvc_remote() -> str | None:
-    """The name of the first configured DVC remote, or None when there is none (then nothing is pulled or pushed)."""
-    done = subprocess.run([sys.executable, "-m", "dvc", "remote", "list"], capture_output=True, text=True, check=False)
-    names = [line.split()[0] for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
-    return names[0] if names else None
 
 
 def dvc_metrics_diff(rev: str) -> dict:

@@ -1,4 +1,5 @@
-"""The Optuna search of the final variant's channel weights W, level weights V and LSTM size, on train and dev pairs only.
+"""The tuner: an Optuna study of the final variant's channel weights W, level weights V and LSTM size, on train and dev
+pairs only.
 
 The default objective, `cv_map`, is honest about the choice: the train + dev queries are dealt into tune.folds folds, a
 model per fold is trained once on the others, and a trial re-weights each fold model's cached vectors of its own fold's
@@ -6,8 +7,8 @@ queries: the MAP over all of them, each scored by a model that never saw it (tic
 W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
 
 Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev
-objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, caches
-every component's h (and E, T), and a trial only recomputes g with new W and V: seconds per trial, exact as an
+objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, keeps
+every component's h (and E, T) as rescore vectors, and a trial only recomputes g with new W and V: seconds per trial, exact as an
 evaluation of those weights on that h, an approximation of what retraining with them would give.
 A study lives in an RDB storage (SQLite by default, PostgreSQL to share it between machines): it resumes after a
 kill, and several workers can run its trials at once (ticketsim.tuning.study); the tuned variant's file and the study's plots
@@ -35,7 +36,7 @@ from ticketsim.lifecycle.tracking import child_run, log_artifacts, log_dict, log
 from ticketsim.model.saved import WEIGHTS
 from ticketsim.side_by_side import reaped, spawn
 from ticketsim.training.variant import (
-    SEARCH_SPLITS,
+    CHOICE_SPLITS,
     Prepared,
     fingerprint,
     inputs_digest,
@@ -44,18 +45,18 @@ from ticketsim.training.variant import (
     train_variant,
 )
 from ticketsim.tuning.output import write_plots, write_tuned
-from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_cache
+from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_vectors
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
 
 
-def prepared_for_search(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
+def prepared_for_tuning(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
                         channels: Sequence[str]) -> Prepared:
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
-    test pair, no test query's tokens), with the cached channels the search space weighs."""
+    test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)
-    return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=SEARCH_SPLITS,
+    return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=CHOICE_SPLITS,
                          also=space_metric(params.tune, final).channels)
 
 
@@ -100,7 +101,7 @@ def tuned_from(params: dict[str, float], problem: Prepared) -> VariantConfig:
 def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, hidden: int,
                    report: Callable[[int, float], None] | None = None) -> dict[str, float]:
     """The measures of one weighting: its CV MAP on the fold models (`problem` from trial_problem), or dev MAP and MSE
-    rescored on the cache or of a model trained with it."""
+    rescored on the rescore vectors or of a model trained with it."""
     if cfg.objective == "cv_map":
         return {"cv_map": cv_map(problem, variant)}
     if cfg.mode == "rescore":
@@ -145,7 +146,7 @@ def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str |
 
 
 def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str | Path | None = None) -> str:
-    """Same search, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
+    """Same space, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
     searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
     digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
@@ -177,7 +178,7 @@ def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, threa
             study.optimize(run_trial, n_trials=1, catch=(Surplus,))   # fails stale trials first, runs a queued one first
 
 
-def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
+def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
            parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
     """Run the study with `workers` processes on its storage (1: in this process); trial_problem's default point first."""
     study, created = create_or_load(cfg, name, problem.params.seed)
@@ -213,13 +214,13 @@ def search(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, trac
 
 def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[Prepared, VariantConfig]:
     """What the trials read, and trial 0's weights: with objective cv_map the fold models' held-out pairs and the W and
-    V they learned (their mean); in rescore mode one model's cache, in retrain mode `problem` itself, and siamese.final's
+    V they learned (their mean); in rescore mode one model's rescore vectors, in retrain mode `problem` itself, and siamese.final's
     weights."""
     if cfg.objective == "cv_map":
         folds = fold_models(problem, cfg)
         return folds.held_out, folds.learned
-    if cfg.mode == "rescore" and problem.cached is None:
-        return with_rescore_cache(problem, cfg, base_model), problem.final
+    if cfg.mode == "rescore" and problem.rescore_vectors is None:
+        return with_rescore_vectors(problem, cfg, base_model), problem.final
     return problem, problem.final
 
 
@@ -251,7 +252,7 @@ def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, ba
 
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
-    """The tune stage: search (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
+    """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
     cfg = params.tune
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
@@ -263,15 +264,15 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
         torch.set_num_threads(threads_alone(params.siamese, final))   # the fold models train here
         why = (f"datasets.{dataset} has no labelled pairs" if not labelled else "tune.enabled is false" if not cfg.enabled
                else None if final.labels else f"#{name} learns from no labelled pair (labels: false)")
-        if why:     # nothing to search by: no labelled pairs, or a final variant that reads none
+        if why:     # nothing to tune by: no labelled pairs, or a final variant that reads none
             write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not searched")
             result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
             print(f"tune@{dataset}: {why}: {out} holds #{name}'s weights, not searched")
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
             problem = problem if isinstance(problem, Prepared) else problem()
-            name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same search and data returns at once
-            study = search(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
+            name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same space and data returns at once
+            study = run_study(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
             result = summary(study, problem, cfg, default_measures(study, problem, cfg, base_model), time.perf_counter() - started)
             tuned = tuned_from(study.best_params, problem)
             write_tuned(tuned, out, f"best of Optuna study {name} ({cfg.objective} {study.best_value:.4f}); "

@@ -1,0 +1,99 @@
+"""A knowledge base's search: `ticketsim index build | index add | search | serve`. Tickets indexed with a bundle's
+weights, the index grown, the top k of a query or a file of them, the search page served by gunicorn workers."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from ticketsim.config import Params, load_params
+from ticketsim.data.csvsource import Dialect, read_records
+from ticketsim.errors import ERROR, OK
+
+# What loads torch (the Scorer), Flask or gunicorn is imported by the command that needs it: a search through a bundle's
+# query export loads none of them.
+
+
+def workspace_params(params: str | None) -> Params:
+    """`params`, else ./params.yaml where there is one, else the defaults (a bundle served or indexed outside the repo);
+    a `params` that is missing is an error."""
+    return load_params(params or "params.yaml") if params or Path("params.yaml").is_file() else Params(0, {})
+
+
+def build_index_command(params: str | None, model: str, index: str, tickets: str, columns: str | None, precision: str,
+                        force: bool, encoding: str | None, delimiter: str | None) -> int:
+    """Every ticket of the file `tickets` indexed with the bundle's weights (`force`: the folder's index replaced)."""
+    from ticketsim.bundle.loader import Scorer
+    from ticketsim.search.index import build_index, model_hash
+
+    records = read_records(tickets, "tickets", columns, dialect=Dialect(encoding, delimiter))
+    built = build_index(Scorer.load(model), model_hash(model), records, index, precision=precision,
+                        engine=workspace_params(params).encode.engine, force=force)
+    print(f"indexed {len(built)} tickets ({built.vectors.d} dimensions) in {index} ({built.generation.name})")
+    return OK
+
+
+def add_to_index_command(params: str | None, model: str, index: str, file: str, columns: str | None, encoding: str | None,
+                         delimiter: str | None) -> int:
+    """The tickets of `file` appended to the index, no rebuild; a running server follows."""
+    from ticketsim.bundle.loader import Scorer
+    from ticketsim.search.index import add_tickets
+
+    tickets = read_records(file, "tickets", columns, origins=True, dialect=Dialect(encoding, delimiter))   # refused: file:line
+    added, grown = add_tickets(index, Scorer.load(model), model, tickets, workspace_params(params).encode.engine)
+    print(f"added {added} tickets to {index} ({len(grown)} in all, {grown.generation.name}; a running server "
+          "follows). `dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
+    return OK
+
+
+def search_command(model: str, index: str, subject: str | None, description: str | None, queries: str | None, k: int,
+                   json_out: bool, encoding: str | None, delimiter: str | None) -> int:
+    """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON."""
+    from ticketsim.search.searcher import LEGEND, Searcher
+
+    if queries and (subject or description):
+        print("ticketsim search: give --subject/--description or --queries, not both", file=sys.stderr)
+        return ERROR
+    asked = read_records(queries, "search", dialect=Dialect(encoding, delimiter)) if queries else \
+        pl.DataFrame({"query_id": ["1"], "subject": [subject or ""], "description": [description or ""]})
+    searcher = Searcher.load(model, index)
+    if searcher.queries.runtime == "torch":    # seconds of imports: say why, so a slow answer has its reason
+        print(f"ticketsim search: {model} has no query export (its variant needs torch, or it was bundled before "
+              "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
+    answers = searcher.search(asked, k)
+    if json_out:
+        print(json.dumps([a.as_dict() for a in answers], indent=2))
+    else:   # the legend once, as the page shows it: what score and g mean for this model
+        print("\n\n".join([LEGEND[searcher.queries.calibrator.fitted], *(a.as_text() for a in answers)]))
+    return OK
+
+
+def serve_command(params: str | None, model: str, index: str, host: str | None, port: int | None, workers: int | None,
+                  feedback: str | None, token: str | None) -> int:
+    """The search page over the index, on gunicorn workers (each loads the bundle and the index once)."""
+    from ticketsim.app.access import TOKEN_VARIABLE, Access
+    from ticketsim.app.worker import import_heavy, run, worker_app
+    from ticketsim.data.feedback import Journal
+    from ticketsim.search.searcher import check_folders
+
+    settings = workspace_params(params).serve
+    host, port, workers = host or settings.host, port or settings.port, workers or settings.workers
+    access = Access(host, token or os.environ.get(TOKEN_VARIABLE) or None)
+    journal = Journal(feedback or settings.feedback)
+    check_folders(model, index)
+    import_heavy(model)
+
+    def make_app(searcher):
+        from ticketsim.app.page import create_app
+
+        return create_app(searcher, settings, journal, access)
+
+    writes = ("needs the token" if access.token else f"closed: no token ({TOKEN_VARIABLE} or --token)") \
+        if access.needs_token else "from this machine only"
+    print(f"ticketsim serve: http://{host}:{port}/ ({workers} workers; feedback to {journal.path}, {writes}; "
+          "Ctrl-C stops it)", flush=True)
+    run(worker_app(model, index, make_app), settings, host, port, workers)
+    return OK

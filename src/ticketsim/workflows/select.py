@@ -1,0 +1,52 @@
+"""`ticketsim select`: configurations chosen honestly on a workspace's pipeline files, the report of
+ticketsim.training.selection_report printed and written; or several such reports merged into one."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from ticketsim.config import load_params
+from ticketsim.data.tables import LAY
+from ticketsim.errors import OK, StepError
+from ticketsim.model.branches import reads
+from ticketsim.model.metric import metric_of
+from ticketsim.training.selection_report import load_problem, merged, select, write
+from ticketsim.training.shift import THREADED, shifts_of
+from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
+
+
+def select_command(workspace: Path, dataset: str | None, variants: list[str] | None, folds: int, seeds: list[int],
+                   cv_seeds: int | None, epochs: int | None, baselines: bool, resamples: int, out: Path | None,
+                   cross: list[str] | None, merge: list[Path] | None) -> int:
+    """Every configuration of `variants` (and siamese.unlabelled, the reference) cross-validated on the first `cv_seeds`
+    seeds, trained per seed, scored under the dataset's shifts (and `cross`: another workspace's dataset); or, with
+    `merge`, no training: one report of those reports."""
+    if merge:
+        write(merged(merge, resamples), out)
+        return OK
+    if not dataset or not variants:
+        raise StepError("--dataset and --variants are required (or --merge)")
+    started = time.perf_counter()
+    params = load_params(workspace / "params.yaml").for_dataset(dataset)    # siamese.final: the dataset's
+    variants = list(dict.fromkeys([*variants, params.siamese.unlabelled]))    # the reference is always compared
+    # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
+    torch.set_num_threads(threads_alone(params.siamese, *map(params.siamese.variant, variants)))
+    # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
+    problem = load_problem(params, workspace, dataset, variants, {"S"} if baselines else set(), splits=(*CHOICE_SPLITS, LAY))
+    cfg = params.dataset(dataset)
+    if cfg.source in THREADED:
+        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
+
+    other = None
+    if cross:      # another dataset's train + dev queries, scored by each seed's model of this one: its channels only
+        other_workspace, name = Path(cross[0]), cross[1]     # (no branch start, no mining: nothing trains there)
+        read = set().union(*(reads(metric_of(params.siamese.variant(v))) for v in variants))
+        other = load_problem(load_params(other_workspace / "params.yaml"), other_workspace, name, [], read)
+    shifts = shifts_of(problem, cfg.source, train_parts(cfg) if cfg.source in THREADED else {}, other)
+    cv_seeds = len(seeds) if cv_seeds is None else cv_seeds
+    report = select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples)
+    report |= {"dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
+    write(report, out)
+    return OK

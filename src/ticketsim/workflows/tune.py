@@ -1,0 +1,26 @@
+"""`ticketsim tune`: the tune stage's work on the files `dvc repro` leaves, with its paths as dvc.yaml names them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ticketsim.config import load_params, stage_paths
+from ticketsim.errors import OK
+from ticketsim.model.saved import WEIGHTS
+from ticketsim.tuning.tuner import prepared_for_tuning, run
+
+
+def tune_command(params: str, dataset: str, workers: int | None, out: str | None, metrics: str | None,
+                 plots: str | None) -> int:
+    """The channel vectors there are, and for a dev objective the siamese stage's model of siamese.final when it has run
+    (else the study trains one; cv_map trains its fold models); the tune stage's outputs unless `out`, `metrics`,
+    `plots` say otherwise."""
+    loaded = load_params(params).for_dataset(dataset)
+    files, base = stage_paths("tune", dataset), Path(stage_paths("siamese", dataset)["out"]) / loaded.siamese.final
+    channels = [path for path in files["channels"] if Path(path).is_file()]
+    result = run(loaded, dataset,
+                 lambda: prepared_for_tuning(loaded, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
+                 out or files["out"], metrics or files["metrics"], plots or files["plots"], workers,
+                 base if (base / WEIGHTS).is_file() else None)
+    print(json.dumps(result, indent=2))
+    return OK
