@@ -23,7 +23,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pickle
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,15 +34,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from benchmarks.common import REPO, clone
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.config import SyntheticConfig, TextConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
-REPO = Path(__file__).resolve().parents[1]
 SEMEVAL_DIR = REPO.parent / "shared" / "data" / "semeval2016-task3"
-OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 
 
 @cache
@@ -199,21 +197,9 @@ def small_params(params: dict) -> dict:
     params["comparators"]["workers"] = 1    # (topics fit in-process below channels.topics.SIDE_BY_SIDE_TICKETS)
     params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (OMP_NUM_THREADS above)
     params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
-    params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as tests/search_bundle.py reads it: an eighth of the cost
+    params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as the tiny bundles read it (benchmarks/common.py)
     params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
     return params
-
-
-def clone(root: Path) -> Path:
-    """The repo's tracked files (and new ones not yet committed) in `root`, as `git clone` gives them: no outputs."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout.split()
-    for name in listed:
-        if (REPO / name).is_file() and not name.startswith(OUTPUTS) and name != "dvc.lock":
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
 
 
 FAST_PATH = "=== register@default: a bundle, no table 5"     # said between the two commands when the fast path did so
@@ -244,7 +230,7 @@ def repro_workspace(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def search_parts(tmp_path_factory):
-    """The trained pieces of the tiny bundles the search tests build (tests/search_bundle.py), trained once."""
-    from search_bundle import train_parts
+    """The trained pieces of the tiny bundles the search tests build (benchmarks/common.py), trained once."""
+    from benchmarks.common import train_parts
 
     return train_parts(tmp_path_factory.mktemp("search-parts"))

@@ -4,9 +4,9 @@ the per-seed reports with `ticketsim select --merge`."""
 import json
 
 import pytest
+from benchmarks.common import tiny_encoder
 from conftest import REPO, run
 from test_docs_commands import COMMANDS
-from tiny_encoder import tiny_encoder
 
 PACK = "python benchmarks/finetune_cv.py pack default prepared.pkl --variants Szs+L A+L F+L Fc+L"
 RUN = "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv"

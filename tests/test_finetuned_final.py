@@ -9,8 +9,8 @@ import shutil
 import mlflow
 import pytest
 import yaml
+from benchmarks.common import tiny_encoder
 from conftest import run
-from tiny_encoder import tiny_encoder
 
 from ticketsim.search.index import read_manifest
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from benchmarks.common import tiny_encoder
 from test_device import ABSENT
 from test_docs_commands import COMMANDS
-from tiny_encoder import tiny_encoder
 
 REPO = Path(__file__).resolve().parents[1]
 HALF = "python benchmarks/half_weights.py minilm-fp16"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from http_server import Server, serving
+from benchmarks.common import Server, serving
 from retrain_workspace import fake_version, make_workspace
 
 from ticketsim.config import TrackingConfig, load_params

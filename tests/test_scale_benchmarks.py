@@ -4,9 +4,8 @@ import subprocess
 import sys
 
 import pytest
+from benchmarks.common import make_bundle, tiny_encoder
 from conftest import REPO
-from search_bundle import make_bundle
-from tiny_encoder import tiny_encoder
 
 pytest.importorskip("onnxruntime")
 TEXTS = ["pump leaking oil at the seal", "printer jams in tray 2", "vpn drops every ten minutes", "server disk full"]
