@@ -84,6 +84,31 @@ def clone(root: Path, revision: str | None = None) -> Path:
     return root
 
 
+def small_params(params: dict) -> dict:
+    """A clean clone's params (a dict of params.yaml) made small: every stage runs, each briefly (the pipeline's
+    wiring under test, or a stage process's own cost around its work), not the models."""
+    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
+    params["embedding"]["word2vec"]["epochs"] = 2
+    params["embedding"]["char_blstm"]["epochs"] = 2
+    params["topics"].update(n_topics=8, heldout=10)
+    params["topics"]["docnade"]["epochs"] = 3
+    params["topics"]["lda"].update(passes=2, particles=5)
+    params["siamese"]["train"]["epochs"] = 2
+    params["tune"].update(n_trials=4, epochs=2)
+    # siamese.unlabelled too: the zero-shot reference `ticketsim select` always compares (training.shift)
+    kept = ("15", "22", params["siamese"]["final"], params["siamese"]["unlabelled"])
+    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in kept}
+    params["comparators"]["train"]["epochs"] = 1
+    # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
+    # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
+    params["comparators"]["workers"] = 1    # (topics fit in-process below channels.topics.SIDE_BY_SIDE_TICKETS)
+    params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (tests/conftest.py)
+    params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
+    params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as SENTENCE below reads it
+    params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
+    return params
+
+
 # ------------------------------------------------------------------------------------------ a tiny encoder, in code
 def tiny_encoder(folder: Path, texts: list[str], seed: int = 0, positions: int = 64, vocab_size: int = 300) -> Path:
     """A randomly initialised sentence-transformers encoder at `folder`, built as all-MiniLM-L6-v2 is (no download): a
@@ -178,23 +203,25 @@ def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int =
     return Parts(corpus, tuple(tokens.vocabulary()["token"]), sources)
 
 
-def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, tower: str | None = None) -> Path:
+def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, tower: str | None = None,
+                sentence: SentenceConfig = SENTENCE) -> Path:
     """A bundle of `variant` (a VARIANTS key) with a random LSTM (and random learned W, V) drawn from `seed`.
 
     `tower` (FqL only): a pretrained encoder (sentence.model's form, e.g. SENTENCE.model, the packaged MiniLM) that channel
     S is and the query tower starts from, instead of a tiny random one: a model that ranks like a real one before any
-    training, with W and V as the variant gives them and the lowest two layers kept pretrained (params' siamese.encoder)."""
+    training, with W and V as the variant gives them and the lowest two layers kept pretrained (params' siamese.encoder).
+    `sentence`: how channel S reads (the benchmarks give params' own: the encoder's full window, its real cost)."""
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.word2vec import load_vectors
 
     cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
-    start, sentence, weighed, encoder_config = None, SENTENCE, VARIANTS[variant].weighed, ENCODER_CONFIG
+    start, weighed, encoder_config = None, VARIANTS[variant].weighed, ENCODER_CONFIG
     assert tower is None or weighed == {"Fq", "L"}, "a pretrained tower is FqL's"
     if tower:
-        pretrained = load_encoder(tower, max_tokens=SENTENCE.max_tokens).model
-        sentence, encoder_config = replace(SENTENCE, model=tower), replace(ENCODER_CONFIG, frozen_layers=2)
+        pretrained = load_encoder(tower, max_tokens=sentence.max_tokens).model
+        sentence, encoder_config = replace(sentence, model=tower), replace(ENCODER_CONFIG, frozen_layers=2)
         start = BranchStart(pretrained, encoder_config, SCALES["S"], pretrained.get_embedding_dimension())
     elif weighed & {"F", "Fq", "A"}:  # F and Fq from a random tiny encoder (S's scale 1), A over MiniLM's 384-d S
         texts = [text for frame in (parts.corpus.tickets, parts.corpus.queries) for column in ("subject", "description")
@@ -202,7 +229,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
         folder = tiny_encoder(scratch / "tiny", texts, seed) if weighed & {"F", "Fq"} else None
         tiny = load_encoder(str(folder)).model if folder else None
         if "Fq" in weighed:         # the tower's ticket side is S: the encoder it starts from
-            sentence = replace(SENTENCE, model=str(folder))
+            sentence = replace(sentence, model=str(folder))
         start = BranchStart(tiny, ENCODER_CONFIG, SCALES["S"], tiny.get_embedding_dimension() if "Fq" in weighed else 384)
     torch.manual_seed(seed)
     model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from benchmarks.common import REPO, clone
+from benchmarks.common import REPO, clone, small_params
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.config import SyntheticConfig, TextConfig
@@ -176,30 +176,6 @@ def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subpr
     done = subprocess.run([sys.executable, *(["-m"] if module else []), *args], cwd=cwd, env=env, capture_output=True, text=True)
     assert not check or done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
-
-
-def small_params(params: dict) -> dict:
-    """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
-    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
-    params["embedding"]["word2vec"]["epochs"] = 2
-    params["embedding"]["char_blstm"]["epochs"] = 2
-    params["topics"].update(n_topics=8, heldout=10)
-    params["topics"]["docnade"]["epochs"] = 3
-    params["topics"]["lda"].update(passes=2, particles=5)
-    params["siamese"]["train"]["epochs"] = 2
-    params["tune"].update(n_trials=4, epochs=2)
-    # siamese.unlabelled too: the zero-shot reference `ticketsim select` always compares (training.shift)
-    kept = ("15", "22", params["siamese"]["final"], params["siamese"]["unlabelled"])
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in kept}
-    params["comparators"]["train"]["epochs"] = 1
-    # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
-    # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
-    params["comparators"]["workers"] = 1    # (topics fit in-process below channels.topics.SIDE_BY_SIDE_TICKETS)
-    params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (OMP_NUM_THREADS above)
-    params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
-    params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as the tiny bundles read it (benchmarks/common.py)
-    params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
-    return params
 
 
 FAST_PATH = "=== register@default: a bundle, no table 5"     # said between the two commands when the fast path did so
