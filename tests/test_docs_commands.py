@@ -23,6 +23,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SEMEVAL_SWITCH = ("dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3, "
                   "final: Fc+S+L-relpos}'")
 RUN_HERE = "run by tests/test_docs_commands.py"
+SEARCH_SCALE = "tests/test_benchmarks.py checks what it computes (a tiled index, a cold search, the page's figures) on a tiny bundle"
 TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
@@ -31,7 +32,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python -m pytest": "the suite itself: .ci/run runs it",
     "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json":
         "run by tests/test_select_merge.py (the committed reports joined)",
-    "python benchmarks/suite_cpu.py": "the suite with its CPU recorded: tests/test_suite_cpu.py runs it on a pytest session of its own",
+    "python -m benchmarks.pipeline_time suite":
+        "the suite with its CPU recorded: tests/test_benchmarks.py runs its suite_cpu on a pytest session of its own",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
     "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
@@ -98,10 +100,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
     "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
         "needs a running page: tests/test_feedback.py asks /api/search",
-    "python benchmarks/finetune_cv.py pack default prepared.pkl --variants Szs+L A+L F+L Fc+L":
-        "run by tests/test_finetune_cv.py (slow tier: two of the rows, on the bare-clone pipeline's files)",
-    "python benchmarks/finetune_cv.py run prepared.pkl minilm-fp16 --seeds 0 1 2 --folds 5 --out cv":
-        "run by tests/test_finetune_cv.py (slow tier: a tiny random encoder, 3 folds x 2 seeds)",
     "ticketsim select --dataset default --variants Fq+L Fqc+L A+L --folds 5 --seeds 0 1 2 --out towers.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files (fewer folds, seeds and epochs)",
@@ -114,25 +112,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --workspace ../semws --dataset semeval --variants A+L Ac+L Ac+L-relpos --folds 5 --seeds 0 1 2 "
     "--baselines":
         "13 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
-    "python benchmarks/variant_cost.py --dataset default --variants A+L Fq+L Fqc+L F+L Fc+L":
-        "minutes of F training: tests/test_pipeline.py runs it on the bare-clone pipeline's files with Ac+L-relpos and Fq+L",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Fc+L Fc+L-relpos F+L A+L":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 0 --folds 5 --out cv":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "ticketsim select --merge cv/seed0.json cv/seed1.json cv/seed2.json":
-        "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote)",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Szs+L Ac+L-relpos Fc+L-relpos":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds 2 0 1 --folds 5 --budget 370 --out cv":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "python benchmarks/finetune_cv.py pack semeval semeval.pkl --variants Szs+L Fc+S+L-relpos":
-        "a SemEval workspace: tests/test_finetune_cv.py packs the default dataset the same way",
-    "for s in 0 1 2; do python benchmarks/finetune_cv.py run semeval.pkl minilm-fp16 --seeds $s --folds 5 --out cv & "
-    "done; wait":
-        "a GPU machine and a SemEval pack: tests/test_finetune_cv.py runs the default pack with a tiny random encoder",
-    "ticketsim select --merge cv/seed0.json cv/seed2.json --out select.json":
-        "run by tests/test_finetune_cv.py (slow tier: the two seeds' reports it wrote, merged)",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files with 3 folds, 1 seed and 1 epoch",
@@ -155,35 +134,30 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     'ticketsim search --model models/mydesk/bundle --index models/mydesk/index --subject "vpn keeps disconnecting"':
         TICKETS_ONLY,
     "ticketsim validate --csv exports/mydesk --columns servicenow --tickets-only": TICKETS_ONLY,
-    "python benchmarks/dayone_exports.py --sizes 1 5 300":
-        "a benchmark of the day-one pipeline in a clone per export shape and size (minutes each), not a test",
-    "python benchmarks/tickets_only.py ../shared/data/semeval2016-task3":
-        "a benchmark of about 16 minutes (the tickets-only pipeline on 500 SemEval threads), not a test",
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
-    "python benchmarks/pipeline_time.py --baseline main": "a benchmark of two whole pipelines (about an hour), not a test",
-    "python benchmarks/encoding_speed.py": "a benchmark (minutes of encoding), not a test",
-    "python benchmarks/search_cold_start.py --model models/default/bundle --index models/default/index --repeat 3":
-        "a benchmark (two code revisions, a minute or two), not a test; tests/test_fast_query.py checks what it times",
-    "python benchmarks/half_weights.py minilm-fp16": "run by tests/test_gpu_check.py (slow tier), then gpu_check.py on the copy",
-    "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000":
+    "python -m benchmarks.pipeline_time repro --baseline main":
+        "a benchmark of two whole pipelines (about an hour), not a test; tests/test_benchmarks.py checks its small clean clone",
+    "python -m benchmarks.encoding speed":
+        "a benchmark (minutes of encoding), not a test; tests/test_benchmarks.py times every backend on a tiny encoder",
+    "python -m benchmarks.search_scale --model models/default/bundle --index models/default/index --sizes 1000 --repeat 3":
+        "a benchmark (cold searches, the page under load, index add: minutes), not a test; " + SEARCH_SCALE,
+    "python -m benchmarks.encoding half minilm-fp16":
+        "run by tests/test_gpu_check.py (slow tier), then gpu_check on the copy",
+    "python -m benchmarks.gpu_check minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000":
         "run by tests/test_gpu_check.py (smaller, with polars, MLflow and DVC unimportable; on MiniLM in the slow tier)",
-    "python benchmarks/index_memory.py --tickets 1000 --enduser 200":
-        "a benchmark (tiny bundles trained, then 200k vectors in two formats), not a test; tests/test_index_precision.py "
-        "checks the float16 index's top 10 and bytes",
-    "python benchmarks/encode_backends.py --passages 2000 --rounds 4":
-        "a benchmark (minutes of encoding per backend), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
-    "python benchmarks/int8_ranking.py --tickets 200 --threads 1":
-        "a benchmark (the corpus encoded three times), not a test; tests/test_scale_benchmarks.py runs it on a tiny encoder",
-    "python benchmarks/million.py --tiny SL --tickets 100000 --measure 60 --add 60 --queries 30 --requests 100":
-        "a benchmark (an index of 100,000 tickets, the page, index add), not a test; tests/test_scale_benchmarks.py runs it at "
-        "500 tickets on a tiny bundle",
-    "python benchmarks/index_scale.py --model models/default/bundle --index models/default/index --tickets 100000":
-        "a benchmark (the registered index tiled to 100,000 tickets, cold searches, the page, index add), not a test; "
-        "tests/test_scale_benchmarks.py runs it at 400 tickets on a tiny bundle",
-    "python benchmarks/serve_load.py":
-        "a benchmark (two servers under load), not a test; tests/test_search_serving.py and test_feedback_server.py serve",
+    "python -m benchmarks.encoding speed --passages 2000 --long 0 --setups torch:2 onnx:2 int8:2":
+        "a benchmark (minutes of encoding per backend), not a test; tests/test_benchmarks.py runs it on a tiny encoder",
+    "python -m benchmarks.encoding ranking --tickets 200 --threads 1":
+        "a benchmark (the corpus encoded three times), not a test; tests/test_benchmarks.py runs it on a tiny encoder",
+    "python -m benchmarks.search_scale --tiny SL --sizes 100000 --measure 60 --add 60 --queries 30 --requests 100":
+        "a benchmark (an index of 100,000 tickets, the page, index add), not a test; " + SEARCH_SCALE,
+    "python -m benchmarks.search_scale --model models/default/bundle --index models/default/index --sizes 1000 100000":
+        "a benchmark (the registered index tiled to 100,000 tickets, cold searches, the page, index add), not a test; " + SEARCH_SCALE,
+    "python -m benchmarks.search_scale --sizes 1000 --requests 200 --clients 20":
+        "a benchmark (the page under 20 concurrent clients), not a test; tests/test_search_serving.py and "
+        "test_feedback_server.py serve",
 }
 
 

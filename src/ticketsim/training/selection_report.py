@@ -352,7 +352,7 @@ def command(args: argparse.Namespace) -> None:
                            splits=(*SEARCH_SPLITS, LAY))
     dataset = params.dataset(args.dataset)
     if dataset.source in THREADED:
-        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
+        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval
 
     other = None
     if args.cross:      # another dataset's train + dev queries, scored by each seed's model of this one: its channels
