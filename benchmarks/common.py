@@ -1,6 +1,6 @@
-"""What the benchmarks and the tests both use: a clean clone of the repo, a tiny sentence encoder and tiny bundles built
-in code, an index tiled to any size, a process's memory and a cold process's cost, a server on a free local port with
-concurrent clients, and Markdown tables.
+"""What the benchmarks and the tests both use: a clean clone of the repo and its small params, a tiny sentence encoder and
+tiny bundles built in code, an index tiled to any size, a process's memory and a cold process's cost, sides taken in
+turns, a server on a free local port with concurrent clients, and Markdown tables.
 
 Imported as `benchmarks.common`: the repo root is on sys.path for `python -m benchmarks.<name>` run there and for
 pytest (pyproject's `pythonpath`).

@@ -10,11 +10,12 @@ copy of an encoder, to carry to a GPU machine.
 speed: two sets of real-length texts, the first passage (the encoder's window, as channel S cuts them) of SUB+DESC+SOL
 of --passages synthetic tickets (seed 13), and --long full windows of those tickets joined. Each setup (backend:threads;
 int8 is onnx's dynamic int8 export) that loads here encodes both through the stage's own encode_passages (longest first,
-batches of 32), and beside the first setup: the same with batches in the texts' own order, and its tokenizer alone. Each
-set is cut into --rounds slices, each slice encoded by every row in turn, so a load that other jobs put on the machine
-hits them all alike. Per set: passages/s, CPU seconds per 1,000 (every thread's), the ratio to the first setup, hours
-for 100,000, the largest absolute difference and the lowest cosine of the vectors against the first setup's, and the
-load seconds (an export, made once under --cache, included); a setup that cannot load is listed with why.
+in sentence.batch_size's batches), and beside the first setup: the same with batches in the texts' own order, and its
+tokenizer alone. Each set is cut into --rounds slices, each slice encoded by every row in turn, so a load that other
+jobs put on the machine hits them all alike. Per set: passages/s, CPU seconds per 1,000 (every thread's), the ratio
+to the first setup, hours for 100,000, the largest absolute difference and the lowest cosine of the vectors against
+the first setup's, and the load seconds (an export, made once under --cache, included); a setup that cannot load is
+listed with why.
 
 ranking: MAP and MRR over the labelled queries of a variant that reads channel S (default Szs+L: the zero-shot encoder
 and BM25, nothing trained), S encoded by torch, onnx and onnx int8, each against torch by the paired test over queries
@@ -49,7 +50,7 @@ from ticketsim.channels.sentence import (
     passages,
     sentence_channel,
 )
-from ticketsim.config import SyntheticConfig, load_params
+from ticketsim.config import SentenceConfig, SyntheticConfig, load_params
 from ticketsim.data.synthetic import generate
 from ticketsim.evaluate.protocols import rerank_means
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
@@ -58,7 +59,7 @@ from ticketsim.training.selection import paired_test, per_query
 from ticketsim.training.variant import prepare, train_variant
 
 BACKENDS = {"torch": ("torch", "none"), "onnx": ("onnx", "none"), "int8": ("onnx", "int8"), "openvino": ("openvino", "none")}
-BATCH = 32      # sentence.batch_size's default
+BATCH = SentenceConfig.batch_size     # as channel S encodes
 HALF_TEXTS = ["The pump is leaking oil.", "Printer jams in tray 2 after the firmware update.",
               "VPN drops every ten minutes; reconnecting works until the next drop."]
 
@@ -91,7 +92,7 @@ def given_order(encoder: SentenceEncoder, texts: list[str], threads: int) -> np.
 
 
 def tokenized(encoder: SentenceEncoder, texts: list[str]) -> None:
-    """The tokenizer alone, in encode_passages' batches."""
+    """The tokenizer alone (the model's preprocess, as its encode runs it), in encode_passages' batches."""
     order = passage_order(texts)
     for start in range(0, len(order), BATCH):
         encoder.model.preprocess([texts[i] for i in order[start:start + BATCH]])

@@ -14,8 +14,8 @@ its process's cost), --params FILE a params.yaml of your own; the figures are th
 goes first; a busy machine slows both, so compare ratios. The whole default pipeline takes about 25 minutes per side on
 2 cores. --stages N: each stage's command (from dvc.lock) and `ticketsim --help` again N times, the fastest counted.
 --goals: the default synthetic corpus generated (goal: 2 s); `ticketsim retrain` against a tracking server that is
-down fails before any training (exit 2, goal: 30 s); `ticketsim tune` with two workers on one study against one (goal:
-faster, both running trials).
+down fails before any training (exit 2, goal: 30 s); `ticketsim tune` with two workers on one study against one, each
+study its own (goal: faster).
 
 suite: a pytest run (the whole suite, or any selection) with the CPU of every test (getrusage around it in its worker:
 itself and the children it reaped) and of every Python process (each logs its own when it exits, through a
@@ -137,13 +137,13 @@ def print_repro(sides: dict[str, dict], args: argparse.Namespace) -> None:
     if args.stages:
         stages = list(dict.fromkeys(name for s in sides.values() for name in s["stages"]))
         cell = lambda s, name: f"{s['stages'][name]:.1f}" if name in s["stages"] else "-"  # noqa: E731
-        both = [n for n in stages if all(n in s["stages"] for s in sides.values())]
+        both = [n for n in stages if " " not in n and all(n in s["stages"] for s in sides.values())]    # stages only
         sums = {label: sum(s["stages"][n] for n in both) for label, s in sides.items()}
         print(f"\nseconds, the fastest of {args.stages}\n")
         print(table(("stage", *names, "after / before"),
                     [(name, *(cell(s, name) for s in sides.values()),
                       ratio("stages", lambda v, name=name: v[name]) if name in both else "-") for name in stages]
-                    + [(f"sum of the {len(both)} both have", *(f"{v:.1f}" for v in sums.values()),
+                    + [(f"sum of the {len(both)} stages every side has", *(f"{v:.1f}" for v in sums.values()),
                         f"{sums[names[-1]] / sums[names[0]]:.2f}" if len(names) > 1 else "-")]))
     for label, found in sides.items():
         if found["goals"]:

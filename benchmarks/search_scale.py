@@ -172,8 +172,9 @@ def main() -> None:
     smallest = min(folders)
     print(f"\n{largest:,} / {smallest:,} tickets: cold search {fastest[largest].seconds / fastest[smallest].seconds:.2f}x the "
           f"time, {fastest[largest].peak_rss / fastest[smallest].peak_rss:.2f}x the peak RSS\n")
-    print(table(("file", f"MB at {largest:,}", "B/ticket"),
-                [(name, f"{size / 1e6:,.1f}", f"{size / largest:,.1f}") for name, size in disk[largest].items()]))
+    files = sorted(disk[largest].items(), key=lambda item: -item[1])
+    print(table(("file", f"MB at {largest:,}", "B/ticket"), [(name, f"{size / 1e6:,.1f}", f"{size / largest:,.1f}")
+                                                             for name, size in files]))
     if pages:
         print(f"\nthe page, gunicorn x{args.workers}, {args.requests} searches by {args.clients} concurrent clients\n")
         print(table(("tickets", "answers after s", "requests/s", "p50 ms", "p95 ms", "errors", "largest worker RSS MB",
