@@ -1,13 +1,13 @@
 """One F epoch and the encoding of many passages on cuda and on the CPU side by side, on a bare GPU machine.
 
 Usage:
-  python benchmarks/gpu_check.py MODEL_FOLDER [--pairs 3000] [--passages 20000] [--cpu-passages 2000] [--params params.yaml]
+  python -m benchmarks.gpu_check MODEL_FOLDER [--pairs 3000] [--passages 20000] [--cpu-passages 2000] [--params params.yaml]
 
 Needs only torch, transformers, sentence-transformers and numpy (PyYAML comes with transformers): the project's src
 is put on sys.path, and the encoder and training core (ticketsim.channels.sentence, ticketsim.model, ticketsim.training.trainer)
 import no polars, MLflow or DVC. MODEL_FOLDER is a sentence-transformers folder, e.g. the float16 copy of MiniLM that
-benchmarks/half_weights.py writes (45 MB to carry); its weights are cast to float32 on load, so both devices start from
-the same numbers.
+`python -m benchmarks.encoding half` writes (45 MB to carry); its weights are cast to float32 on load, so both devices
+start from the same numbers.
 
 - F: params' variant F (its metric, pairwise loss, AdamW settings, siamese.encoder's max_tokens, frozen layers and chunk
   size) trained for one epoch by ticketsim.training.trainer.fit through ticketsim.model's Siamese network and TransformerBranch,

@@ -23,29 +23,25 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pickle
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import yaml
+from benchmarks.common import REPO, clone, edit_params, small_params
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
-from ticketsim.config import RESEARCH, SyntheticConfig, TextConfig
+from ticketsim.config import SyntheticConfig, TextConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
-REPO = Path(__file__).resolve().parents[1]
 SEMEVAL_DIR = REPO.parent / "shared" / "data" / "semeval2016-task3"
-OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 
 
 @cache
@@ -182,69 +178,6 @@ def run(*args: str, cwd: Path, check: bool = True, module: bool = True) -> subpr
     return done
 
 
-PARAMS_FILES = ("params.yaml", RESEARCH)
-
-
-def edit_params(root: Path, change: Callable[[dict], Any]) -> Path:
-    """`change` applied to root's params as one mapping (the sections of params.yaml and params-research.yaml joined),
-    each section written back to the file that set it (each key of a section split over both, to its own; a new one to
-    params.yaml): root's params.yaml."""
-    files = {name: yaml.safe_load((root / name).read_text()) if (root / name).is_file() else {} for name in PARAMS_FILES}
-    joined: dict = {}
-    for values in files.values():
-        for section, value in values.items():
-            joined[section] = {**joined[section], **value} if section in joined else value
-    change(joined)
-    out: dict[str, dict] = {name: {} for name in PARAMS_FILES}
-    for section, value in joined.items():
-        holders = [name for name in PARAMS_FILES if section in files[name]]
-        if len(holders) > 1:
-            for key, item in value.items():
-                out[next((n for n in holders if key in files[n][section]), "params.yaml")].setdefault(section, {})[key] = item
-        else:
-            out[(holders or ["params.yaml"])[0]][section] = value
-    for name, values in out.items():
-        if values or (root / name).is_file():
-            (root / name).write_text(yaml.safe_dump(values, sort_keys=False))
-    return root / "params.yaml"
-
-
-def small_params(params: dict) -> dict:
-    """Every stage runs, each briefly: the pipeline's wiring is under test, not the models."""
-    params["synthetic"].update(n_tickets=120, n_labeled_queries=40, n_enduser_queries=8, n_lay_queries=10)
-    params["embedding"]["word2vec"]["epochs"] = 2
-    params["embedding"]["char_blstm"]["epochs"] = 2
-    params["topics"].update(n_topics=8, heldout=10)
-    params["topics"]["docnade"]["epochs"] = 3
-    params["topics"]["lda"].update(passes=2, particles=5)
-    params["siamese"]["train"]["epochs"] = 2
-    params["tune"].update(n_trials=4, epochs=2)
-    # siamese.unlabelled too: the zero-shot reference `ticketsim select` always compares (training.shift)
-    kept = ("15", "22", params["siamese"]["final"], params["siamese"]["unlabelled"])
-    params["siamese"]["variants"] = {k: params["siamese"]["variants"][k] for k in kept}
-    params["comparators"]["train"]["epochs"] = 1
-    # Models this small train in less time than a worker process takes to start; the Siamese rows keep two workers,
-    # so the pipeline's worker path runs through DVC (tests/test_siamese_rows.py compares one worker with two).
-    params["comparators"]["workers"] = 1    # (topics fit in-process below channels.topics.SIDE_BY_SIDE_TICKETS)
-    params["sentence"]["threads"] = 1      # the suite's processes fill the 2 cores already (OMP_NUM_THREADS above)
-    params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
-    params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as tests/search_bundle.py reads it: an eighth of the cost
-    params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
-    return params
-
-
-def clone(root: Path) -> Path:
-    """The repo's tracked files (and new ones not yet committed) in `root`, as `git clone` gives them: no outputs."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout.split()
-    for name in listed:
-        if (REPO / name).is_file() and not name.startswith(OUTPUTS) and name != "dvc.lock":
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
-
-
 FAST_PATH = "=== register@default: a bundle, no table 5"     # said between the two commands when the fast path did so
 
 
@@ -273,7 +206,7 @@ def repro_workspace(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def search_parts(tmp_path_factory):
-    """The trained pieces of the tiny bundles the search tests build (tests/search_bundle.py), trained once."""
-    from search_bundle import train_parts
+    """The trained pieces of the tiny bundles the search tests build (benchmarks/common.py), trained once."""
+    from benchmarks.common import train_parts
 
     return train_parts(tmp_path_factory.mktemp("search-parts"))

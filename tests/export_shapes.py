@@ -1,5 +1,6 @@
 """Synthetic tickets written as each ready-made mapping's system exports them, at any size: a help desk's day-one export
-for the tests and benchmarks/dayone_exports.py (tests/fixtures/exports holds small hand-written files of the same shapes).
+for the tests (reports/studies/dayone_exports.md ran day one on each; tests/fixtures/exports holds small hand-written
+files of the same shapes).
 
 A shape is the system's file as it comes out: Jira's CSV with HTML descriptions and repeated Comment columns or its
 "current fields" export (no Comment, no Resolution), a ServiceNow incident list with or without work notes, Zendesk's

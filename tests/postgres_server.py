@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from http_server import free_port
+from benchmarks.common import free_port
 
 SUPERUSER = "postgres"
 UNPRIVILEGED = ("postgres", "nobody")     # who runs the server when we are root

@@ -6,7 +6,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import PARAMS_FILES, edit_params
+from benchmarks.common import PARAMS_FILES, edit_params
 
 from ticketsim import cli
 from ticketsim.config import BM25Config, ConfigError, Params, ServeConfig, build, homes, load_params

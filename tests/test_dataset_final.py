@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import PARAMS_FILES, edit_params
+from benchmarks.common import PARAMS_FILES, edit_params
 
 from ticketsim.config import ConfigError, DatasetConfig, SiameseParams, TuneConfig, VariantConfig, load_params, load_tuned
 from ticketsim.stage import Stage

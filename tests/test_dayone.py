@@ -2,7 +2,7 @@
 1, 5 and 300 tickets are read as a tickets-only dataset and tokenized to plain words; the channels train on a knowledge
 base of one ticket and of five, shrinking what such a base cannot feed and saying so; `ticketsim validate --csv` checks a
 tickets-only folder. The docs' two day-one commands run as written on a 1-ticket and a 5-ticket export in
-tests/test_tickets_only.py; benchmarks/dayone_exports.py runs them on every shape at every size.
+tests/test_tickets_only.py; reports/studies/dayone_exports.md ran them on every shape at every size.
 """
 import re
 from dataclasses import replace

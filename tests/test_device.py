@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from tiny_encoder import tiny_encoder
+from benchmarks.common import tiny_encoder
 
 from ticketsim.channels.sentence import DEFAULT_MODEL, EncoderError, encode_texts, load_encoder
 from ticketsim.config import EncoderConfig, SentenceConfig

@@ -23,6 +23,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SEMEVAL_SWITCH = ("dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3, "
                   "final: Fc+S+L-relpos}'")
 RUN_HERE = "run by tests/test_docs_commands.py"
+SEARCH_SCALE = "tests/test_benchmarks.py checks what it computes (a tiled index, a cold search, the page's figures) on a tiny bundle"
 TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
@@ -34,6 +35,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "run by tests/test_params_doc.py (the page is what it writes)",
     "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json":
         "run by tests/test_select_merge.py (the committed reports joined)",
+    "python -m benchmarks.pipeline_time suite":
+        "the suite with its CPU recorded: tests/test_benchmarks.py runs its suite_cpu on a pytest session of its own",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
     "python -m pytest -m slow": "the suite's slow tier: not run from inside the suite",
     'pip install -e ".[test]"': "an install: .ci/run installs the test extras so",
@@ -121,6 +124,20 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "dvc repro register@default": "tests/conftest.py (repro_workspace) runs it on the bare clone before the whole pipeline",
     "dvc exp run -S 'finetune.datasets=[default]'":
         "fine-tunes the encoder for minutes per epoch: tests/test_finetune.py trains the same code on a tiny encoder",
+    "python -m benchmarks.pipeline_time repro --baseline main":
+        "a benchmark of two whole pipelines (about an hour), not a test; tests/test_benchmarks.py checks its small clean clone",
+    "python -m benchmarks.encoding half minilm-fp16":
+        "run by tests/test_gpu_check.py (slow tier), then gpu_check on the copy",
+    "python -m benchmarks.gpu_check minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000":
+        "run by tests/test_gpu_check.py (smaller, with polars, MLflow and DVC unimportable; on MiniLM in the slow tier)",
+    "python -m benchmarks.encoding speed --passages 2000 --long 0 --setups torch:2 onnx:2 int8:2":
+        "a benchmark (minutes of encoding per backend), not a test; tests/test_benchmarks.py runs it on a tiny encoder",
+    "python -m benchmarks.encoding ranking --tickets 200 --threads 1":
+        "a benchmark (the corpus encoded three times), not a test; tests/test_benchmarks.py runs it on a tiny encoder",
+    "python -m benchmarks.search_scale --tiny SL --sizes 100000 --measure 60 --add 60 --queries 30 --requests 100":
+        "a benchmark (an index of 100,000 tickets, the page, index add), not a test; " + SEARCH_SCALE,
+    "python -m benchmarks.search_scale --model models/default/bundle --index models/default/index --sizes 1000 100000":
+        "a benchmark (the registered index tiled to 100,000 tickets, cold searches, the page, index add), not a test; " + SEARCH_SCALE,
 }
 
 

@@ -11,7 +11,7 @@ PAGES = sorted((REPO / "docs").glob("*.md"))
 README = REPO / "README.md"
 LIMIT = 16_000          # bytes of one page: about 15 KB, a page a reader can hold
 README_LINES = 80
-GENERATED = {"docs/params.md", "docs/params-research.md"}      # written from the params schema by its generator; a link to it may precede it
+GENERATED = {"docs/params.md", "docs/params-research.md"}   # written from the schema by `ticketsim params`
 
 MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 HISTORY = {

@@ -16,7 +16,7 @@ TEXTS = ["The pump is leaking oil.", "Printer jams in tray 2 after the firmware 
          "VPN drops every ten minutes; reconnecting works until the next drop.",
          "Step 1: the centrifugal pump P-108B vibrated at the drive end, so the technician replaced bearing FLT-4619, "
          "realigned the coupling and logged alarm E5901 as cleared.", ""]
-INT8_COSINE = 0.97      # dynamic int8 weights: 0.98-0.99 measured on MiniLM (benchmarks/encoding_speed.py); room for other CPUs
+INT8_COSINE = 0.97      # dynamic int8 weights: 0.98-0.99 measured on MiniLM (`python -m benchmarks.encoding speed`); room for other CPUs
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import ColumnMapping, ConfigError, DatasetConfig, load_params

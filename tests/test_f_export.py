@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.bundle.manifest import BUNDLE_MANIFEST
@@ -33,7 +33,7 @@ def with_backend(bundle, folder, backend: str, quantize: str = "none"):
 
 @pytest.fixture(scope="module")
 def scorers(search_parts, tmp_path_factory):
-    """(the F+L bundle (search_bundle's FL), its Scorer on each road: torch, onnx, onnx-int8)."""
+    """(the F+L bundle (benchmarks.common's FL), its Scorer on each road: torch, onnx, onnx-int8)."""
     root = tmp_path_factory.mktemp("f-export")
     bundle = make_bundle(root / "bundle", search_parts, "FL")
     return bundle, {name: Scorer.load(bundle if name == "torch" else with_backend(bundle, root / name, "onnx", quantize))

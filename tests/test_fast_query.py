@@ -14,8 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
-from search_bundle import ENCODER_CONFIG, SCALES, make_bundle
-from tiny_encoder import tiny_encoder
+from benchmarks.common import ENCODER_CONFIG, SCALES, make_bundle, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels import sentence as channel_s

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pandas as pd
 import polars as pl
 import pytest
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim import cli
 from ticketsim.app.access import TOKEN_VARIABLE, Access

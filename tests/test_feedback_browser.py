@@ -6,15 +6,14 @@ version from it and the quality gate judges it against the champion.
 It runs in the retraining tests' throwaway repo (tests/retrain_workspace.py) with their stand-in for the Siamese stage
 (tests/retrain_standin.py: scores are the generator's true labels, blurred as far as its train labels are false), so a
 retrain takes seconds; the page serves a tiny
-real bundle (tests/search_bundle.py) indexed over the workspace's own tickets.
+real bundle (benchmarks/common.py) indexed over the workspace's own tickets.
 """
 import sys
 
 import polars as pl
 import pytest
-from http_server import serving
+from benchmarks.common import make_bundle, serving
 from retrain_workspace import make_workspace
-from search_bundle import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.data.csvsource import read_records

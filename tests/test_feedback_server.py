@@ -14,8 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from http_server import serving
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle, serving
 
 from ticketsim.app.access import TOKEN_VARIABLE
 from ticketsim.bundle.loader import Scorer
@@ -33,7 +32,7 @@ def model(search_parts, tmp_path_factory) -> tuple[Path, Path, list[str]]:
 
 
 def serve(model, journal: Path) -> list[str]:
-    """`ticketsim serve` with two workers on the tiny bundle, for http_server.serving ({port} filled in there)."""
+    """`ticketsim serve` with two workers on the tiny bundle, for benchmarks.common.serving ({port} filled in there)."""
     bundle, index, _ = model
     return [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(index), "--port", "{port}",
             "--feedback", str(journal), "--workers", "2"]

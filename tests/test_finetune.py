@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
-from tiny_encoder import tiny_encoder
+from benchmarks.common import tiny_encoder
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors
 from ticketsim.channels.sentence import load_encoder

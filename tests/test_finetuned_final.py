@@ -9,8 +9,8 @@ import shutil
 import mlflow
 import pytest
 import yaml
-from conftest import edit_params, run
-from tiny_encoder import tiny_encoder
+from benchmarks.common import edit_params, tiny_encoder
+from conftest import run
 
 from ticketsim.search.index import read_generation_manifest
 

@@ -10,8 +10,8 @@ import mlflow
 import numpy as np
 import polars as pl
 import pytest
+from benchmarks.common import make_bundle
 from retrain_workspace import fake_version
-from search_bundle import make_bundle
 
 from ticketsim import cli
 from ticketsim.app.pyfunc import log_bundle

@@ -1,26 +1,27 @@
 """benchmarks/gpu_check.py runs where only torch, transformers, sentence-transformers and numpy are installed: here,
-tiny, in a process where polars, MLflow, DVC and the project's other heavy imports cannot load; and its two
-commands (a float16 copy of MiniLM, then the check on it), smaller."""
+tiny, in a process where polars, MLflow, DVC and the project's other heavy imports cannot load; and the commands the
+docs show for it (a float16 copy of MiniLM, then the check on it) run as shown, smaller."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from benchmarks.common import tiny_encoder
+from benchmarks.encoding import half_copy
 from test_device import ABSENT
-from tiny_encoder import tiny_encoder
 
 REPO = Path(__file__).resolve().parents[1]
-HALF = "python benchmarks/half_weights.py minilm-fp16"
-CHECK = "python benchmarks/gpu_check.py minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000"
+HALF = "python -m benchmarks.encoding half minilm-fp16"
+CHECK = "python -m benchmarks.gpu_check minilm-fp16 --pairs 3000 --passages 100000 --cpu-passages 2000"
 
 
 def bare(command: str) -> subprocess.CompletedProcess:
-    """`python benchmarks/<script> args` run with polars, MLflow, DVC and the rest of ABSENT unimportable."""
-    script, *args = command.split()[1:]
+    """`python -m benchmarks.<module> args` run with polars, MLflow, DVC and the rest of ABSENT unimportable."""
+    module, *args = command.split()[2:]
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in ABSENT)
-    code = (f"import runpy, sys; {blocked}; sys.argv = {[script, *args]!r}; "
-            f"runpy.run_path({str(REPO / script)!r}, run_name='__main__')")
+    code = (f"import runpy, sys; {blocked}; sys.argv = {[module, *args]!r}; "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
 
 
@@ -40,9 +41,13 @@ def check_output(done: subprocess.CompletedProcess, pairs: int, passages: int) -
         assert "cuda: skipped, torch sees no CUDA device here" in lines, done.stdout
 
 
-def test_gpu_check_runs_bare_and_prints_its_figures(tmp_path):
+def test_a_float16_copy_of_an_encoder_is_half_its_size_near_its_vectors_and_checked_bare(tmp_path):
     folder = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil at the seal", "my printer jams in tray 2"] * 5, positions=256)
-    check_output(bare(smaller(folder, 24, 10, 6)), 24, 6)
+    size, difference = half_copy(str(folder), tmp_path / "half")
+    weights = (folder / "model.safetensors").stat().st_size
+    assert 0.4 * weights < (tmp_path / "half" / "model.safetensors").stat().st_size < 0.6 * weights and size > 0
+    assert difference < 1e-2
+    check_output(bare(smaller(tmp_path / "half", 24, 10, 6)), 24, 6)
 
 
 @pytest.mark.slow

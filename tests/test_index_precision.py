@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.errors import StepError

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app

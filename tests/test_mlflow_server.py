@@ -8,7 +8,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from http_server import Server, serving
+from benchmarks.common import Server, serving
 from retrain_workspace import fake_version, make_workspace
 
 from ticketsim.config import TrackingConfig, load_params
@@ -63,6 +63,6 @@ def retrain_gate_and_rollback_over_http(tmp_path: Path, server: Server) -> None:
 
     server.stop()
     lock = (ws.root / "dvc.lock").read_text()
-    down = ws.ticketsim("retrain")     # how soon it fails: benchmarks/speed_goals.py
+    down = ws.ticketsim("retrain")     # how soon it fails: `python -m benchmarks.pipeline_time repro --goals`
     assert down.returncode == 2 and f"MLflow tracking server {server.uri} is not reachable" in down.stderr
     assert "==> dvc" not in down.stdout and (ws.root / "dvc.lock").read_text() == lock   # nothing was trained

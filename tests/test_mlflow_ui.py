@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from http_server import serving
+from benchmarks.common import serving
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' (playwright)")
 

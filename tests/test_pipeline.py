@@ -1,15 +1,12 @@
 """End to end: `dvc repro` on a bare clone of the repo (conftest's repro_workspace), then metrics and MLflow runs."""
 import json
-import re
-import subprocess
-import sys
 
 import mlflow
 import pandas as pd
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, run
+from conftest import run
 
 from ticketsim.config import load_params
 from ticketsim.training.comparators import title
@@ -97,15 +94,6 @@ def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads
         assert set(figures["query_ap"]) <= chosen_on and figures["cv_map"]["values"], name   # CV over train + dev only
     assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "Ac+L-relpos"), ("Ac+L-relpos", "BM25")}
 
-
-
-def test_variant_cost_times_one_model_of_each_row_on_the_pipelines_files(repro_workspace, tmp_path):
-    """benchmarks/variant_cost.py as docs/model.md shows it, on two rows: the registered one and the query tower."""
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks/variant_cost.py"), "--workspace", str(repro_workspace),
-                           "--dataset", "default", "--variants", "Ac+L-relpos", "Fq+L"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = dict(re.findall(r"^\| (Ac\+L-relpos|Fq\+L) \| ([\d.]+) \|", done.stdout, flags=re.MULTILINE))
-    assert set(rows) == {"Ac+L-relpos", "Fq+L"} and all(float(v) > 0 for v in rows.values()), done.stdout
 
 
 def test_ticketsim_curve_trains_on_judged_queries_of_train_and_dev_and_writes_its_table_json_and_png(repro_workspace, tmp_path):

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 import torch
 import yaml
+from benchmarks.common import SENTENCE, make_bundle, train_parts
 from feedback_batches import JUDGED_AT, LABEL_NAMES, judge_batch
-from search_bundle import SENTENCE, make_bundle, train_parts
 from test_finetune import F_ONLY, SIAMESE, encoder_folder, fault_corpus  # noqa: F401 - encoder_folder: the module's fixture
 
 import ticketsim.workflows.retrain as retrain_module
@@ -102,7 +102,7 @@ ROW = VariantConfig({"Fq": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn
 
 
 def road_params(parts_seed: int = 3) -> Params:
-    """Params whose default dataset is the search bundles' corpus (tests/search_bundle.py: train_parts' synthetic one)."""
+    """Params whose default dataset is the search bundles' corpus (benchmarks/common.py: train_parts' synthetic one)."""
     return Params(seed=parts_seed, datasets={"default": DatasetConfig("default", "synthetic")}, synthetic=PARTS,
                   siamese=SiameseParams(finetuned={"Fq+L": ROW}))
 

@@ -2,8 +2,8 @@
 naming the key and the extra where ray is not installed."""
 import numpy as np
 import pytest
+from benchmarks.common import tiny_encoder
 from conftest import tiny_corpus
-from tiny_encoder import tiny_encoder
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS
 from ticketsim.channels.ray_encode import ray_encoding

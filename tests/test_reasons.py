@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from benchmarks.common import make_bundle
 from mlflow.pyfunc import PythonModelContext
-from search_bundle import make_bundle
 
 from ticketsim.app.page import create_app
 from ticketsim.app.pyfunc import TicketSimModel

@@ -4,7 +4,7 @@ labels -> the gate fails and the champion stays; rollback restores the earlier c
 The loop runs against a stand-in for the Siamese stage (tests/retrain_standin.py: the same seam, seconds instead of
 minutes); the real pipeline's register stage is exercised by tests/test_pipeline.py, and the real model's response to
 the labels, what makes the gate useful, is checked here in-process: more true labels pass the gate, shuffled ones fail it.
-(The loop on the real pipeline, three full retrains, took 8.5 minutes on 2 cores: `python benchmarks/retrain_loop.py`.)
+(The loop on the real pipeline, three full retrains, took 8.5 minutes on 2 cores: reports/studies/retrain_loop.md.)
 """
 import random
 

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
-from search_bundle import make_bundle
+from benchmarks.common import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.sentence import sentence_channel

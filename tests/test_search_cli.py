@@ -6,8 +6,8 @@ import sys
 import polars as pl
 import pytest
 import yaml
+from benchmarks.common import make_bundle
 from conftest import REPO
-from search_bundle import make_bundle
 
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.search.index import TicketIndex

@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import polars as pl
 import pytest
+from benchmarks.common import make_bundle
 from markupsafe import escape
-from search_bundle import make_bundle
 
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app

@@ -11,7 +11,7 @@ import urllib.request
 import mlflow
 import polars as pl
 import pytest
-from http_server import serving
+from benchmarks.common import serving
 
 from ticketsim.search.searcher import Searcher
 

@@ -1,9 +1,7 @@
-"""`ticketsim select --merge` (and benchmarks/select_config.py, which calls it): reports of seeds run side by side make
-the report of one run of every seed."""
+"""`ticketsim select --merge`: reports of seeds run side by side make the report of one run of every seed."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,7 +10,7 @@ import pytest
 from ticketsim.training import selection_report as select_config
 from ticketsim.training.selection import with_folds
 
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "select_config.py"
+SELECT = [sys.executable, "-m", "ticketsim.cli", "select"]
 
 IDS = [f"Q{i:03d}" for i in range(40)]
 
@@ -38,7 +36,7 @@ def test_merging_seeds_run_apart_gives_the_figures_of_one_run_of_all_of_them(tmp
     for seeds in ([13], [1, 2]):
         paths.append(tmp_path / f"{seeds[0]}.json")
         paths[-1].write_text(json.dumps(report(seeds)))
-    done = subprocess.run([sys.executable, str(SCRIPT), "--merge", *map(str, paths), "--out", str(tmp_path / "all.json"),
+    done = subprocess.run([*SELECT, "--merge", *map(str, paths), "--out", str(tmp_path / "all.json"),
                            "--resamples", "1000"], capture_output=True, text=True, check=True)
     merged, whole = json.loads((tmp_path / "all.json").read_text()), report([13, 1, 2])
     assert merged["cv_seeds"] == [13, 1, 2] and "5 folds x 3 seeds" in done.stdout
@@ -64,7 +62,7 @@ def test_a_seed_in_two_reports_other_configurations_or_a_broken_file_are_refused
     for pair, why in (((first, again), "a seed is in more than one report"), ((first, other), f"{other} and {first} differ in"),
                       ((first, broken), f"{broken}: not a readable JSON report"),
                       ((first, tmp_path / "none.json"), "none.json: not a readable JSON report")):
-        done = subprocess.run([sys.executable, str(SCRIPT), "--merge", *map(str, pair), "--out", str(tmp_path / "out.json")],
+        done = subprocess.run([*SELECT, "--merge", *map(str, pair), "--out", str(tmp_path / "out.json")],
                               capture_output=True, text=True)
         assert done.returncode != 0 and why in done.stderr
         assert not (tmp_path / "out.json").exists()

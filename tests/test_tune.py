@@ -130,7 +130,8 @@ def test_a_killed_study_resumes_where_it_stopped(tmp_path, corpus_and_tokens):
 
 @pytest.mark.slow
 def test_two_worker_processes_share_one_sqlite_study(tmp_path, corpus_and_tokens):
-    # How the trials divide between the workers depends on the machine's load: benchmarks/speed_goals.py measures it.
+    # How the trials divide between the workers depends on the machine's load: `python -m benchmarks.pipeline_time repro
+    # --goals` measures it.
     params = make_params(tmp_path, n_trials=30)
     problem = with_rescore_vectors(make_problem(params, *corpus_and_tokens), params.tune)
     study = run_study(problem, params.tune, "shared", workers=2)

@@ -236,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
         p[command].add_argument("--params", help="the params file of encode.engine (default: params.yaml when there is one)")
     for command in ("validate", "build", "grow"):
         p[command].add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
-                                "mapping .yaml (docs/helpdesk-data.md); validate: instead of the dataset's own")
+                                "mapping .yaml (docs/day-one.md); validate: instead of the dataset's own")
     for command in ("validate", "evaluate", "add", "search", "build", "grow"):
         p[command].add_argument("--encoding", type=checked(text_encoding), help="of the CSV files read (cp1252, latin-1, ...; "
                                 "default UTF-8; JSONL is UTF-8); validate: instead of the dataset's own")

@@ -11,8 +11,9 @@ reads is cut into passages: windows of whole words of at most max_tokens tokens 
 Its vector is the first passage's alone (`first`: plain truncation, the default), or the element-wise max or mean over
 its passages' vectors; `normalize` scales it back to unit length. An empty text gets a zero vector, as in channel E.
 Why first: on SemEval-2016 dev (a third of the texts cut), ticket SUB+DESC+SOL ranked best from its first passage with
-both encoders, mean of all passages second and max last (benchmarks/sentence_encoder.py rows): there the thread's later
-comments add more noise than evidence. Tickets whose decisive text comes late may differ: measure before switching.
+both encoders, mean of all passages second and max last (the `rows` command of `git show
+4a5f059:benchmarks/sentence_encoder.py`): there the thread's later comments add more noise than evidence. Tickets
+whose decisive text comes late may differ: measure before switching.
 """
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class SyntheticConfig:
 
 @dataclass(frozen=True)
 class ColumnMapping:
-    """How an export names its columns (ticketsim.data.columns applies it; docs/helpdesk-data.md): per table, field ->
+    """How an export names its columns (ticketsim.data.columns applies it; docs/day-one.md): per table, field ->
     the source column, or the columns joined in order into a text field. A field not named reads its own column."""
 
     tickets: dict[str, str | tuple[str, ...]] = param({}, "tickets' field -> source column(s)")

@@ -176,7 +176,7 @@ def read_report(path: Path) -> dict:
         raise SystemExit(f"--merge: {path}: not a readable JSON report ({error})")
     missing = [key for key in REPORT_KEYS if key not in report] if isinstance(report, dict) else list(REPORT_KEYS)
     if missing:
-        raise SystemExit(f"--merge: {path}: not a select_config report (missing {', '.join(missing)})")
+        raise SystemExit(f"--merge: {path}: not a `ticketsim select` report (missing {', '.join(missing)})")
     return report
 
 

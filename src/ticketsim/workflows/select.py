@@ -37,7 +37,7 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
     problem = load_problem(params, workspace, dataset, variants, {"S"} if baselines else set(), splits=(*CHOICE_SPLITS, LAY))
     cfg = params.dataset(dataset)
     if cfg.source in THREADED:
-        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval (benchmarks/finetune_cv.py runs without it)
+        from ticketsim.data.semeval import train_parts  # lxml: only for SemEval
 
     other = None
     if cross:      # another dataset's train + dev queries, scored by each seed's model of this one: its channels only

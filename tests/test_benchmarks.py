@@ -1,0 +1,186 @@
+"""What the benchmarks compute (benchmarks/), on tiny data: an index tiled to any size by its own writer, a cold search's
+own cost, `index add`, the page's figures under concurrent clients and a server's memory, channel S per backend and
+what it does to a ranking, a small clean clone and its stage commands, and the suite's CPU per test and per process."""
+import http.server
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from benchmarks import encoding, pipeline_time, search_scale
+from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
+
+from ticketsim.bundle.loader import Scorer
+from ticketsim.config import SyntheticConfig, load_params
+from ticketsim.search.index import TicketIndex, build_index, model_hash
+
+TEXTS = ["pump leaking oil at the seal", "printer jams in tray 2", "vpn drops every ten minutes", "server disk full"]
+
+
+def test_p50_and_p95_and_sides_taken_in_turns_after_one_untimed_run_each():
+    assert percentiles([i / 100 for i in range(100, 0, -1)]) == (0.505, 0.95)
+    calls = []
+    found = alternate({side: lambda side=side: calls.append(side) or len(calls) for side in "ab"}, 2)
+    assert calls == ["a", "b"] * 3 and found == {"a": [3, 5], "b": [4, 6]}
+
+
+# ------------------------------------------------------------------------------------------------------ search_scale
+@pytest.fixture(scope="module")
+def tiny_index(search_parts, tmp_path_factory):
+    """A bundle of h, E and T (no sentence encoder to load) and its index of the 80 tickets."""
+    root = tmp_path_factory.mktemp("tiny-index")
+    bundle = make_bundle(root / "bundle", search_parts, "22")
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, root / "index")
+    return bundle, root / "index"
+
+
+def test_an_index_tiled_by_its_writer_holds_its_tickets_again_under_new_ids_near_their_vectors_and_answers(tiny_index, tmp_path):
+    bundle, index = tiny_index
+    assert tile(index, 200, tmp_path / "tiled", np.random.default_rng(0)) > 0
+    base, tiled = TicketIndex.load(index), TicketIndex.load(tmp_path / "tiled")
+    ids, first = tiled.tickets["ticket_id"].to_list(), base.tickets["ticket_id"].to_list()
+    assert len(tiled) == 200 and len(set(ids)) == 200
+    assert ids[:80] == first and ids[80] == f"{first[0]}~1" and ids[199] == f"{first[39]}~2"
+    original, copies = (np.asarray(i.vectors.array, np.float32) for i in (base, tiled))
+    nearest = np.median(base.vectors.search(original, 2)[0][:, 1])
+    # two copies as far apart as a ticket from its nearest neighbour: a copy from its ticket about 1 / sqrt(2) of that
+    assert 0.4 * nearest < np.median(np.abs(copies[80:160] - original).sum(1)) < nearest
+    assert search_scale.disk_bytes(tmp_path / "tiled")["vectors.npy"] >= 200 * tiled.vectors.d * tiled.vectors.array.itemsize
+    seconds = search_scale.warm_seconds(bundle, tmp_path / "tiled", end_user_queries(3))
+    assert len(seconds) == 3 and min(seconds) > 0
+
+
+@pytest.mark.slow   # two new processes that load torch and the bundle
+def test_a_cold_search_gives_its_own_time_cpu_and_peak_memory_and_index_add_grows_the_index(tiny_index, tmp_path):
+    bundle, index = tiny_index
+    shutil.copytree(index, tmp_path / "index")
+    found = search_scale.cold_search(bundle, tmp_path / "index")
+    assert found.code == 0 and '"ticket_id"' in found.output
+    assert 0 < found.cpu and 100e6 < found.peak_rss < 8e9
+    added = search_scale.index_add(bundle, tmp_path / "index", 5, tmp_path)
+    assert added.code == 0 and len(TicketIndex.load(tmp_path / "index")) == 85, added.output[-2000:]
+
+
+class Page(http.server.BaseHTTPRequestHandler):
+    """Answers 200, or 500 to a query whose subject is 'fail'."""
+
+    def do_GET(self):
+        self.send_response(500 if "subject=fail" in self.path else 200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_page_under_concurrent_clients_gives_requests_per_second_percentiles_and_errors():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        queries = [{"subject": "pump", "description": "hot"}] * 8 + [{"subject": "fail", "description": ""}] * 2
+        found = page_load(f"http://127.0.0.1:{server.server_port}", queries, clients=3)
+    finally:
+        server.shutdown()
+    assert found["errors"] == 2 and found["per_s"] > 0 and 0 < found["p50"] <= found["p95"]
+
+
+def test_a_servers_memory_is_its_largest_workers_rss_and_the_pss_of_all_its_processes():
+    worker = "import time; held = b'x' * (40 * 2**20); time.sleep(60)"
+    code = f"import subprocess, sys, time; [subprocess.Popen([sys.executable, '-c', {worker!r}]) for _ in range(2)]; time.sleep(60)"
+    master = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline, found = time.monotonic() + 30, {"worker_rss": 0, "pss": 0}
+        while found["worker_rss"] < 40e6 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                found = search_scale.server_memory(master.pid)
+            except (ValueError, FileNotFoundError):     # no worker yet, or one still starting
+                pass
+    finally:
+        os.killpg(master.pid, signal.SIGKILL)
+        master.wait()
+    assert 40e6 < found["worker_rss"] < 200e6 and found["pss"] > 80e6
+
+
+# ---------------------------------------------------------------------------------------------------------- encoding
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    return tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny", TEXTS * 20, positions=256)   # params' overlap fits
+
+
+def test_every_backend_encodes_the_same_passages_and_onnx_float32_gives_torchs_vectors(encoder, tmp_path):
+    rows, load, failed, first = encoding.speed_rows(["torch:1", "onnx:1", "int8:1"], str(encoder), str(tmp_path), "cpu")
+    sets = encoding.text_sets(first, 12, 3)
+    assert len(sets["ticket passages"]) == 12 and len(sets["long passages"]) == 3 and not failed
+    found = encoding.timed_rounds(rows, sets["ticket passages"], 2)
+    torch_own = "torch, 1 thread"
+    assert set(found) == {torch_own, f"{torch_own}, batches in the texts' order", f"{torch_own}, tokenizer alone", "onnx, 1 thread",
+                          "int8, 1 thread"} and set(load) == {torch_own, "onnx, 1 thread", "int8, 1 thread"}
+    assert all(wall > 0 and cpu > 0 for wall, cpu, _ in found.values())
+    reference = found[torch_own][2]
+    assert reference.shape == (12, 16) and found[f"{torch_own}, tokenizer alone"][2] is None
+    assert encoding.gap(found[f"{torch_own}, batches in the texts' order"][2], reference)[0] < 1e-5   # the order changes no vector
+    assert encoding.gap(found["onnx, 1 thread"][2], reference)[0] < 1e-4
+    difference, cosine = encoding.gap(found["int8, 1 thread"][2], reference)
+    assert 0 < difference and cosine > 0.9
+
+
+def test_the_ranking_of_a_variant_is_torchs_with_s_from_the_float32_export(encoder):
+    synthetic = SyntheticConfig(n_tickets=30, n_labeled_queries=12, pairs_per_query=3, n_enduser_queries=4, n_lay_queries=0)
+    rows = encoding.ranking(load_params(REPO / "params.yaml"), synthetic, "Szs+L", 1, str(encoder))
+    assert rows["onnx"]["map"] == pytest.approx(rows["torch"]["map"]) and 0 < rows["int8"]["map"] <= 1
+    assert set(rows["int8"]["ap"]) == set(rows["torch"]["ap"]) and len(rows["torch"]["ap"]) > 0
+    assert encoding.gap(rows["onnx"]["vectors"], rows["torch"]["vectors"])[0] < 1e-4
+
+
+# ----------------------------------------------------------------------------------------------------- pipeline_time
+def test_a_small_clean_clone_of_a_revision_has_no_outputs_and_small_params(tmp_path):
+    repo = pipeline_time.side("HEAD", tmp_path / "clone", "small")
+    assert (repo / "src/ticketsim/cli.py").is_file() and (repo / ".git").is_dir()
+    assert not (repo / "dvc.lock").exists() and not (repo / "metrics").exists()
+    params = load_params(repo / "params.yaml")       # with params-research.yaml, where the catalogue lives
+    assert params.synthetic.n_tickets == 120 and params.tune.n_trials == 4
+    commands = pipeline_time.stage_commands(REPO)       # the committed dvc.lock: every stage of the matrix, expanded
+    assert commands["prepare@default"].startswith("python stages/prepare.py default")
+
+
+def test_a_process_is_named_by_its_script_or_module_and_first_argument():
+    assert pipeline_time.process_name(["/repo/stages/prepare.py", "default", "--x"]) == "stages/prepare.py default"
+    assert pipeline_time.process_name(["/usr/bin/dvc", "repro", "x"]) == "dvc repro"
+    assert pipeline_time.process_name(["-c"]) == "python -c (a spawned worker, or code)"
+
+
+BURN = "sum(i * i for i in range(2 * 10**6))"
+SESSION = f'''
+import subprocess, sys
+def test_burns_in_a_child():
+    subprocess.run([sys.executable, "-c", "{BURN}"], check=True)
+def test_burns_here():
+    {BURN}
+'''
+CONFTEST = f'''
+import subprocess, sys
+def pytest_configure(config):
+    config.early = subprocess.Popen([sys.executable, "-c", "{BURN}"])   # as conftest starts its jobs at collection
+def pytest_unconfigure(config):
+    config.early.wait()
+'''
+
+
+@pytest.mark.slow   # a pytest run inside the test: 28 s at load 4
+def test_a_tests_cpu_is_its_own_or_its_subprocesses_and_collection_jobs_are_outside_every_test(tmp_path):
+    (tmp_path / "test_session.py").write_text(SESSION)
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    found = pipeline_time.suite_cpu(["-q", "-p", "no:cacheprovider"], cwd=tmp_path)
+    tests = {t["test"]: t for t in found.tests}
+    assert found.code == 0 and set(tests) == {"test_session.py::test_burns_in_a_child", "test_session.py::test_burns_here"}
+    child, here = tests["test_session.py::test_burns_in_a_child"], tests["test_session.py::test_burns_here"]
+    assert child["children"] > 0.05 and child["own"] < child["children"]
+    assert here["own"] > 0.05 and here["children"] == 0
+    assert found.outside["python -c (a spawned worker, or code)"] > 0.05 and found.cpu >= child["children"] + here["own"]
