@@ -28,6 +28,7 @@ from ticketsim.config import DatasetConfig
 from ticketsim.data import csvsource, sources
 from ticketsim.data.intake import LOCK, add_pairs
 from ticketsim.data.validate import DataError, IntakeReport
+from ticketsim.workflows import intake as intake_workflow
 
 DEEP = os.environ.get("TICKETSIM_FUZZ_EXAMPLES")
 FUZZ = settings(max_examples=int(DEEP or 100), deadline=None, derandomize=not DEEP, database=None, print_blob=not DEEP,
@@ -349,7 +350,7 @@ def test_cli_unexpected_exception_is_a_bug_exit_70_with_its_traceback(tmp_path, 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a slip in ticketsim")
 
-    monkeypatch.setattr(sources, "read_dataset", broken)
+    monkeypatch.setattr(intake_workflow, "read_dataset", broken)    # the name `ticketsim validate` calls
     assert cli.main(["validate", "--csv", str(tmp_path)]) == cli.BUG == 70
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "ZeroDivisionError: a slip in ticketsim" in err
