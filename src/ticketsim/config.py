@@ -88,10 +88,15 @@ class TextConfig:
 @dataclass(frozen=True)
 class EvaluationConfig:
     cutoffs: tuple[int, ...] = (1, 5, 10)
+    seeds: tuple[int, ...] = (13, 14, 15)   # each trained Table 5 row (Siamese, comparator) once per seed: mean ± sd
 
     @property
     def depth(self) -> int:
         return max(self.cutoffs)
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) < len(self.seeds):
+            raise ConfigError(f"evaluation.seeds: {list(self.seeds)}; give one or more distinct seeds, e.g. [13, 14, 15]")
 
 
 @dataclass(frozen=True)
