@@ -190,11 +190,12 @@ def table5(parts: list[dict]) -> Table:
 
 
 def seeds_table(table: Table, split: str, protocol: str = "rerank", measure: str = "map") -> str:
-    """Each seed's figure of every method trained over seeds, and their mean ± sd, as a Markdown table."""
+    """Each seed's figure of every method trained over seeds, and their mean ± sd, as a Markdown table in the table's
+    order."""
     seeds = sorted({run["seed"] for runs in table.seeds.values() for run in runs})
     lines = [f"| method | {' | '.join(f'seed {s}' for s in seeds)} | mean ± sd |", "|" + " --- |" * (len(seeds) + 2)]
-    for method, runs in table.seeds.items():
-        by_seed = {run["seed"]: run[method].get(split, {}).get(protocol, {}).get(measure) for run in runs}
+    for method in (m for m in table.results if m in table.seeds):
+        by_seed = {run["seed"]: run[method].get(split, {}).get(protocol, {}).get(measure) for run in table.seeds[method]}
         mean, sd = (figures.get(split, {}).get(protocol, {}).get(measure) for figures in (table.results[method], table.sd[method]))
         lines.append(f"| {method} | {' | '.join(format_value(measure, by_seed.get(s)) for s in seeds)} | "
                      f"{format_value(measure, mean)} ± {format_value(measure, sd)} |")
