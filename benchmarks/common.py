@@ -136,6 +136,7 @@ def small_params(params: dict) -> dict:
     params["siamese"]["encoder"]["threads"] = 1    # so for F (a tiny encoder in tests/test_finetuned_final.py)
     params["sentence"].update(max_tokens=32, overlap=4)  # MiniLM as SENTENCE below reads it
     params["comparators"]["max_tokens"] = {"query": 10, "ticket": 40}
+    params["evaluation"]["seeds"] = params["evaluation"]["seeds"][:2]   # a spread, at two thirds of the training
     return params
 
 

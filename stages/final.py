@@ -20,7 +20,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     labelled = stage.dataset_config.labels
     row = Row(params.siamese.final_row(stage.dataset_config), load_tuned(args.variant_file), stage.dataset, Path(args.out),
-              Path(args.plots), final=True)
+              Path(args.plots), params.seed, final=True)
     data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
                          labelled)
     with torch_threads(threads_alone(params.siamese, row.variant)):

@@ -1,16 +1,18 @@
 """Stage siamese: every Siamese row of one dataset (siamese.variants: Table 5 #15-22 and the rows beyond the paper; with
-the dataset in finetune.datasets, siamese.finetuned's too), trained side by side on siamese.workers processes and
-evaluated; one MLflow run per row.
+the dataset in finetune.datasets, siamese.finetuned's too), trained once per seed of evaluation.seeds side by side on
+siamese.workers processes and evaluated; one MLflow run per row, its figures the mean over the seeds, with their spread.
 
-Per row: <out>/<row>/ (the trained model, ticketsim.training.siamese_rows), <metrics>/<row>.json, <plots>/<row>/. A row whose
-checkpoint holds the same variant, model, training, data and seed resumes from it (DVC keeps the folder): a finished one
-is only evaluated again, so changing one variant's params retrains that row alone.
+Per row: <out>/<row>/ (the first seed's trained model, ticketsim.training.siamese_rows; <out>/<row>/seed-<n>/ each other
+seed's), <metrics>/<row>.json (mean, sd, each seed's results), <plots>/<row>/. A row whose checkpoint holds the same
+variant, model, training, data and seed resumes from it (DVC keeps the folder): a finished one is only evaluated again,
+so changing one variant's params retrains that row alone, and adding a seed trains that seed alone.
 """
+from operator import attrgetter
 from pathlib import Path
 
-from ticketsim.side_by_side import side_by_side
+from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Arg, Stage
-from ticketsim.training.siamese_rows import log_row, rows_of, train_row
+from ticketsim.training.siamese_rows import log_row, over_row_seeds, rows_of, train_row
 from ticketsim.training.variant import prepare_files
 
 STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
@@ -22,12 +24,14 @@ STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_b
 def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
-    cfg = params.siamese
+    cfg, seeds = params.siamese, params.evaluation.seeds
     rows = rows_of(params, stage.dataset, Path(args.out), Path(args.plots))
     data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels,
                          [row.variant for row in rows])
-    for done, (row, trained) in enumerate(side_by_side(train_row, data, rows, cfg.workers, cfg.threads), 1):
-        log_row(stage, row, trained, Path(args.metrics) / f"{row.name}.json", f"{done}/{len(rows)}")
+    finished = whole_groups(side_by_side(train_row, data, rows, cfg.workers, cfg.threads), attrgetter("name"), len(seeds))
+    for done, runs in enumerate(finished, 1):
+        row, trained = over_row_seeds(runs, seeds)
+        log_row(stage, row, trained, Path(args.metrics) / f"{row.name}.json", f"{done}/{len(rows) // len(seeds)}")
 
 
 if __name__ == "__main__":

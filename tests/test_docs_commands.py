@@ -33,8 +33,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim params --markdown params.yaml > docs/params.md": "run by tests/test_params_doc.py (the page is what it writes)",
     "ticketsim params --markdown params-research.yaml > docs/params-research.md":
         "run by tests/test_params_doc.py (the page is what it writes)",
-    "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json":
-        "run by tests/test_select_merge.py (the committed reports joined)",
     "python -m benchmarks.pipeline_time suite":
         "the suite with its CPU recorded: tests/test_benchmarks.py runs its suite_cpu on a pytest session of its own",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",

@@ -46,11 +46,12 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
     assert all(r.info.status == "FINISHED" and "dev.retrieve.map_at_10" in r.data.metrics and "dev_loss" in r.data.metrics
                for r in comparators)
-    for model in models:   # the siamese metrics format: method -> split -> protocol, and the training record
+    for model in models:   # the siamese metrics format: method -> split -> protocol over seeds, each seed's training
         figures = json.loads((repro_workspace / f"metrics/default/comparators/{model}.json").read_text())
-        assert set(figures) == {title(model), "training", "block"} and {"rerank", "retrieve"} <= set(figures[title(model)]["dev"])
-        assert figures["block"] == "comparators"
-        assert {"best_dev_loss", "label_variance", "learns", "seconds", "parameters"} <= set(figures["training"])
+        assert set(figures) == {title(model), "sd", "seeds", "training", "block"}
+        assert {"rerank", "retrieve"} <= set(figures[title(model)]["dev"]) and figures["block"] == "comparators"
+        assert [run["seed"] for run in figures["seeds"]] == params["evaluation"]["seeds"]
+        assert {"best_dev_loss", "label_variance", "learns", "seconds", "parameters"} <= set(figures["seeds"][0]["training"])
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
     methods = {r.data.tags["method"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == table5_run.info.run_id}
@@ -65,6 +66,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     dev_table = (repro_workspace / "reports/default/table5/dev.md").read_text()
     order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", f"| #{final} |")]
     assert order == sorted(order)
+    assert " ± " in dev_table.split("| #22 |")[1].splitlines()[0] and "#22" in table["sd"]   # trained over seeds
+    assert "| #22 |" in (repro_workspace / "reports/default/table5/claims.md").read_text()
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
     assert [str(v.version) for v in versions] == ["1"]
     # the registered model serves texts: one calibrated 1-5 score per query-ticket row

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from multiprocessing.process import BaseProcess
@@ -113,3 +113,15 @@ def side_by_side(work: Callable[[Any, Job], Result], shared: Any, jobs: Sequence
                     yield running.pop(future), future.result()
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def whole_groups(finished: Iterable[tuple[Job, Result]], group: Callable[[Job], Hashable],
+                 size: int) -> Iterator[list[tuple[Job, Result]]]:
+    """side_by_side's (job, result) pairs gathered by group(job) (a model's seeds): each group once its `size` jobs
+    have finished, in the order they finished."""
+    waiting: dict[Hashable, list[tuple[Job, Result]]] = {}
+    for job, result in finished:
+        gathered = waiting.setdefault(group(job), [])
+        gathered.append((job, result))
+        if len(gathered) == size:
+            yield waiting.pop(group(job))

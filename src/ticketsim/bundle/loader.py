@@ -36,7 +36,7 @@ from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
 from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import ENCODER, WEIGHTS, load_model
-from ticketsim.model.scores import pair_predictor, pool_values, predict_all
+from ticketsim.model.scores import pair_values, pool_values
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
 
@@ -140,7 +140,7 @@ class Scorer:
         `cached`: as in encode()."""
         metric = metric_of(self.variant)
         _, inputs, model = self.encode(corpus, cached=cached)
-        scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric), corpus.pairs.height)
+        scores = pair_values(model, inputs, corpus.pairs, metric)
         return scores, ScoreMatrix(inputs.queries.ids, inputs.tickets.ids, pool_values(model, inputs, metric)) if pool else None
 
     def model_for(self, inputs: Inputs, word_table: np.ndarray | None) -> SiameseLSTM:

@@ -97,10 +97,16 @@ class EvaluationConfig:
     """How every method is measured."""
 
     cutoffs: tuple[int, ...] = param((1, 5, 10), "k of MAP@k, MRR@k, Acc@k in the retrieve protocol; the largest is the depth")
+    seeds: tuple[int, ...] = param((13, 14, 15), "each trained Table 5 row (Siamese, comparator) is trained once per seed: "
+                                                 "Table 5 shows the mean ± sd and tests the paper's claims")
 
     @property
     def depth(self) -> int:
         return max(self.cutoffs)
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) < len(self.seeds):
+            raise ConfigError(f"evaluation.seeds: {list(self.seeds)}; give one or more distinct seeds, e.g. [13, 14, 15]")
 
 
 @dataclass(frozen=True)

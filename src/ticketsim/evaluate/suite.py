@@ -1,4 +1,5 @@
-"""One method's scores -> every measure of both protocols on each evaluation split (calibrated on train)."""
+"""One method's scores -> every measure of both protocols on each evaluation split (calibrated on train), and each
+query's AP, which a paired test compares."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from ticketsim.config import EvaluationConfig
 from ticketsim.data.tables import LAY
 from ticketsim.evaluate.calibrate import Calibrator, fit_calibrator
 from ticketsim.evaluate.measures import similarity_measures
-from ticketsim.evaluate.protocols import ScoreMatrix, rerank, retrieve
+from ticketsim.evaluate.protocols import ScoreMatrix, rerank, rerank_by_query, retrieve
 
 EVALUATION_SPLITS = ("dev", "test", LAY)     # lay: where a dataset has it (data.synthetic), a shift beside dev
 
@@ -37,3 +38,15 @@ def evaluate_method(pairs: pl.DataFrame, pair_scores: np.ndarray, matrix: ScoreM
             result["similarity"] = similarity_measures(calibrator(part["score"].to_numpy()), part["label"].to_numpy().astype(float))
         results[split] = result
     return results
+
+
+def query_ap(pairs: pl.DataFrame, pair_scores: np.ndarray, depth: int) -> dict[str, list[list]]:
+    """Each evaluation split's [[query_id, AP], ...] in the rerank protocol (as `dvc metrics` skips lists); a query with
+    no relevant candidate has no AP and is left out."""
+    scored = pairs.with_columns(score=pl.Series(np.asarray(pair_scores, dtype=np.float64)))
+    found = {}
+    for split in EVALUATION_SPLITS:
+        if (part := scored.filter(pl.col("split") == split)).height:
+            found[split] = [[query, ap] for query, ap in rerank_by_query(part, depth).select("query_id", "ap").iter_rows()
+                            if ap is not None]
+    return found

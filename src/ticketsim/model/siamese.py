@@ -11,7 +11,6 @@ from typing import Literal
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ticketsim.model.branches import QueryTower
 from ticketsim.model.metric import MetricConfig, PairDistances, similarity
@@ -86,12 +85,14 @@ class SiameseLSTM(nn.Module):
         LSTM learnt nothing but the label mean that way (docs/model.md: `siamese.pooling`).
         """
         x = self.drop(torch.cat([self.word(texts.ids), self.char(texts.ids)], dim=-1))
-        packed = pack_padded_sequence(x, texts.lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-        states, (last, _) = self.lstm(packed)
+        lengths = texts.lengths.clamp(min=1)
+        # Over the padded batch, not a packed one: a forward LSTM's state at a text's step t reads its steps up to t
+        # only, so the states within each text are a packed run's, and row 22 trains a fifth faster on the CPU.
+        states, _ = self.lstm(x[:, : int(lengths.max())])
         if self.cfg.pooling == "last":
-            return last[-1]
-        states, lengths = pad_packed_sequence(states, batch_first=True)   # zeros past each text's end
-        return states.sum(1) / lengths.unsqueeze(1).to(states.dtype)
+            return states[torch.arange(len(lengths)), lengths - 1]
+        within = (torch.arange(states.shape[1]) < lengths.unsqueeze(1)).unsqueeze(2)
+        return (states * within).sum(1) / lengths.unsqueeze(1).to(states.dtype)
 
     def channels(self, side: Side, tickets: bool = False) -> dict[str, Mapping[str, torch.Tensor]]:
         """Every channel of one side (`tickets`: the ticket side) as vectors: h and the other trained branches computed

@@ -1,6 +1,6 @@
 """One comparator (ticketsim.model.comparators) on one dataset: its texts and word vectors, training with the one trainer,
 pair and pool scores, calibration on train, both evaluation protocols, and whether it learnt more than the mean; and
-the comparators stage's job per model (compare_saved: its files, side by side with the others)."""
+the comparators stage's job per model and seed (compare_saved: its files, side by side with the others)."""
 from __future__ import annotations
 
 import hashlib
@@ -19,8 +19,8 @@ from ticketsim.config import ComparatorsConfig, EvaluationConfig
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator, fit_calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.evaluate.report import BLOCK, reliability_plot
-from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method
+from ticketsim.evaluate.report import BLOCK, QUERY_AP, reliability_plot
+from ticketsim.evaluate.suite import EVALUATION_SPLITS, evaluate_method, query_ap
 from ticketsim.model.comparators import (
     TITLES,
     Comparator,
@@ -29,14 +29,14 @@ from ticketsim.model.comparators import (
     parameter_count,
     query_groups,
     reads_word_vectors,
+    score_pairs,
     score_pool,
     training_texts,
 )
 from ticketsim.model.losses import loss_of
-from ticketsim.model.scores import predict_all
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import Tokens
-from ticketsim.training.trainer import History, fit, rescale
+from ticketsim.training.trainer import History, fit, rescale, seed_folder
 from ticketsim.training.variant import fingerprint
 
 WordVectors = Callable[[Sequence[str]], np.ndarray]   # words -> their (len(words), dim) pretrained vectors
@@ -100,8 +100,7 @@ def compare(name: str, cfg: ComparatorsConfig, corpus: Corpus, tokens: Tokens, w
             "words": hashlib.sha256("\n".join(words).encode()).hexdigest(), "seed": seed, "data": fingerprint(pairs)}
     history = fit(model, predict, targets, train_rows, dev_rows, train, seed, checkpoint, meta, on_epoch, loss=loss, groups=groups)
 
-    model.eval()
-    scores = predict_all(predict, pairs.height)
+    scores = score_pairs(model, tokens, words, pairs)
     is_train = split == "train"
     calibrator = fit_calibrator(scores[is_train], pairs["label"].to_numpy()[is_train])
     # the retrieve protocol ranks the pool for the evaluation splits' queries only
@@ -124,15 +123,15 @@ class Comparators:
     tokens: Tokens
     word2vec: str                   # the embedding stage's word vectors and char-BLSTM checkpoint: loaded by
     char_blstm: str                 # the word-level models only
-    seed: int
-    evaluation: EvaluationConfig
-    out: Path                       # <out>/<model>/: checkpoint.pt, calibrator.json
-    plots: Path                     # <plots>/<model>/reliability_<model>.png
+    evaluation: EvaluationConfig    # its seeds: each model is trained once per seed
+    out: Path                       # <out>/<model>/: checkpoint.pt, calibrator.json (other seeds: in seed-<n>/ there)
+    plots: Path                     # <plots>/<model>/reliability_<model>.png (of the first seed)
 
 
 @dataclass(frozen=True)
 class Compared:
-    results: dict                   # the model's metrics file: {title: split -> protocol -> measure, "training", BLOCK}
+    results: dict                   # the model's metrics file: {title: split -> protocol -> measure, "training", BLOCK,
+                                    # QUERY_AP}
     history: History
 
 
@@ -144,15 +143,18 @@ def pretrained_vectors(word2vec: str, char_blstm: str, words: Sequence[str]) -> 
     return word_vectors(list(words), load_vectors(word2vec), load_checkpoint(char_blstm))
 
 
-def compare_saved(shared: Comparators, name: str) -> Compared:
-    """compare() of model `name`, resuming its checkpoint; its calibrator and reliability plot written."""
-    started, out, method = time.perf_counter(), shared.out / name, title(name)
+def compare_saved(shared: Comparators, job: tuple[str, int]) -> Compared:
+    """compare() of model `name` with `seed` (job), resuming its checkpoint; its calibrator and (first seed) its
+    reliability plot written."""
+    (name, seed), seeds, pairs = job, shared.evaluation.seeds, shared.corpus.pairs
+    started, out, method = time.perf_counter(), seed_folder(shared.out / name, seed, seeds), title(name)
     out.mkdir(parents=True, exist_ok=True)
     done = compare(name, shared.cfg, shared.corpus, shared.tokens, partial(pretrained_vectors, shared.word2vec, shared.char_blstm),
-                   shared.seed, shared.evaluation, out / "checkpoint.pt")
+                   seed, shared.evaluation, out / "checkpoint.pt")
     done.calibrator.save(out / CALIBRATOR)
-    held_out = (shared.corpus.pairs["split"] != "train").to_numpy()
-    reliability_plot(done.calibrator(done.scores[held_out]), shared.corpus.pairs["label"].to_numpy()[held_out],
-                     shared.plots / name / f"reliability_{name}.png", f"{shared.dataset} {method}: calibrated vs gold")
-    return Compared({method: done.results, "training": done.training(time.perf_counter() - started), BLOCK: "comparators"},
-                    done.history)
+    if seed == seeds[0]:
+        held_out = (pairs["split"] != "train").to_numpy()
+        reliability_plot(done.calibrator(done.scores[held_out]), pairs["label"].to_numpy()[held_out],
+                         shared.plots / name / f"reliability_{name}.png", f"{shared.dataset} {method}: calibrated vs gold")
+    return Compared({method: done.results, QUERY_AP: query_ap(pairs, done.scores, shared.evaluation.depth),
+                     "training": done.training(time.perf_counter() - started), BLOCK: "comparators"}, done.history)

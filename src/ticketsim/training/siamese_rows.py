@@ -2,13 +2,15 @@
 and evaluated from one `Prepared` dataset, on the lay split too where it has one and, for a threaded source, as a later
 year's candidates come (training.shift): a row's shift figures beside its dev and test ones.
 
-What the siamese stage runs for every variant (side by side, ticketsim.side_by_side) and the final stage for the tuned
-one. A row's folder is a trained model's folder (ticketsim.model.saved names its files) with its resumable checkpoints
-and its calibrator beside it.
+What the siamese stage runs for every variant and seed of evaluation.seeds (side by side, ticketsim.side_by_side; a
+row's figures are their mean, with their spread: evaluate.report.over_seeds) and the final stage for the tuned one. A
+row's folder is a trained model's folder (ticketsim.model.saved names its files) with its resumable checkpoints and its
+calibrator beside it.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -17,12 +19,12 @@ import torch
 
 from ticketsim.config import Params, VariantConfig
 from ticketsim.evaluate.calibrate import CALIBRATOR, UNCALIBRATED, Calibrator, fit_calibrator
-from ticketsim.evaluate.report import BLOCK, block_of, reliability_plot
-from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.evaluate.report import BLOCK, QUERY_AP, SEEDS, block_of, headline, over_seeds, reliability_plot, run_figures
+from ticketsim.evaluate.suite import evaluate_method, query_ap
 from ticketsim.model.branches import TOWERS
 from ticketsim.model.saved import SCALES, write_variant
 from ticketsim.training.shift import THREADED, later_year_results
-from ticketsim.training.trainer import History
+from ticketsim.training.trainer import History, seed_folder
 from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
 
 
@@ -34,13 +36,14 @@ def loss_prefix(phase: str) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    """One row to train: its name in the results table ("22", "A+L-tuned"), its weights, where its files go."""
+    """One row to train with one seed: its name in the results table ("22", "A+L-tuned"), its weights, where its files go."""
 
     name: str
     variant: VariantConfig
     dataset: str
     out: Path
-    plots: Path
+    plots: Path | None          # None: no reliability plot (a row's other seeds)
+    seed: int
     final: bool = False         # the final model: writes variant.json for the bundle
 
     @property
@@ -51,11 +54,14 @@ class Row:
 
 
 def rows_of(params: Params, dataset: str, out: Path, plots: Path) -> list[Row]:
-    """The siamese stage's rows of `dataset`: siamese.variants, and siamese.finetuned's when finetune.datasets names it;
-    the costliest first, so that two workers end together."""
-    cfg = params.siamese
+    """The siamese stage's rows of `dataset`, each once per seed of evaluation.seeds: siamese.variants, and
+    siamese.finetuned's when finetune.datasets names it; the costliest first, so that two workers end together. The
+    first seed's row has its reliability plot; each seed's model has its folder (trainer.seed_folder)."""
+    cfg, seeds = params.siamese, params.evaluation.seeds
     names = [*cfg.variants, *(cfg.finetuned if dataset in params.finetune.datasets else ())]
-    return sorted((Row(name, cfg.variant(name), dataset, out / name, plots / name) for name in names), key=lambda row: -row.cost)
+    return sorted((Row(name, cfg.variant(name), dataset, seed_folder(out / name, seed, seeds),
+                       plots / name if seed == seeds[0] else None, seed) for name in names for seed in seeds),
+                  key=lambda row: -row.cost)
 
 
 @dataclass(frozen=True)
@@ -63,26 +69,29 @@ class Trained:
     results: dict                   # the row's metrics file: method -> split -> protocol -> measure, "training", BLOCK
     histories: dict[str, History]   # per training phase (selfsup, labels): each epoch's losses
 
-    @property
-    def figures(self) -> dict:
-        """The row's own measures and its training: what its MLflow run logs."""
-        return {**next((v for k, v in self.results.items() if k.startswith("#")), {}), "training": self.results["training"]}
+
+def over_row_seeds(runs: Sequence[tuple[Row, Trained]], seeds: Sequence[int]) -> tuple[Row, Trained]:
+    """A row trained once per seed as one: the first seed's Row and epoch losses, over_seeds of the results."""
+    by_seed = {row.seed: (row, trained) for row, trained in runs}
+    row, trained = by_seed[seeds[0]]
+    return row, Trained(over_seeds({seed: by_seed[seed][1].results for seed in seeds}), trained.histories)
 
 
 def train_row(data: Prepared, row: Row) -> Trained:
     """Train `row` on the dataset (resuming its checkpoints), save it and, with labels, calibrate and evaluate it."""
     started = time.perf_counter()
-    trained = train_variant(data, row.variant, data.params.seed, checkpoints=row.out)
+    trained = train_variant(data, row.variant, row.seed, checkpoints=row.out)
     trained.save(row.out)
     if data.labelled:
-        calibrator, results = evaluated(trained, data.params, f"#{row.name}", row.plots / f"reliability_{row.name}.png",
-                                        row.dataset)
+        calibrator, results = evaluated(trained, data.params, f"#{row.name}",
+                                        row.plots and row.plots / f"reliability_{row.name}.png", row.dataset)
         if data.params.dataset(row.dataset).source in THREADED:    # beside dev: as a later year's candidates come
             results[f"#{row.name}"] |= later_year_results(trained, data)
     else:
         calibrator, results = UNCALIBRATED, {"unevaluated": f"datasets.{row.dataset} has no labelled pairs: no "
                                                             f"figure, no calibration: a search shows the raw similarity g"}
-        row.plots.mkdir(parents=True, exist_ok=True)    # no reliability to plot; the folder is the stage's output
+        if row.plots:   # no reliability to plot; the folder is the stage's output
+            row.plots.mkdir(parents=True, exist_ok=True)
     calibrator.save(row.out / CALIBRATOR)
     if row.final:   # the bundle is built from these weights, not from siamese.variants
         write_variant(row.out, row.variant)
@@ -97,20 +106,25 @@ def train_row(data: Prepared, row: Row) -> Trained:
     return Trained({**results, "training": training, BLOCK: block_of(row.variant.weighed)}, trained.histories)
 
 
-def evaluated(trained: TrainedVariant, params: Params, method: str, plot: Path, dataset: str) -> tuple[Calibrator, dict]:
-    """The calibrator fitted on the train pairs, the method's every measure on every split, and its reliability plot."""
+def evaluated(trained: TrainedVariant, params: Params, method: str, plot: Path | None, dataset: str) -> tuple[Calibrator, dict]:
+    """The calibrator fitted on the train pairs, the method's every measure and each query's AP on every split, and
+    its reliability plot (unless `plot` is None)."""
     pairs, scores = trained.pairs, trained.pair_scores()
     is_train = (pairs["split"] == "train").to_numpy()
     labels = pairs["label"].to_numpy()
     calibrator = fit_calibrator(scores[is_train], labels[is_train])
-    results = {method: evaluate_method(pairs, scores, trained.pool_scores(), params.evaluation, calibrator)}
-    reliability_plot(calibrator(scores[~is_train]), np.asarray(labels[~is_train]), plot, f"{dataset} {method}: calibrated vs gold")
+    results = {method: evaluate_method(pairs, scores, trained.pool_scores(), params.evaluation, calibrator),
+               QUERY_AP: query_ap(pairs, scores, params.evaluation.depth)}
+    if plot:
+        reliability_plot(calibrator(scores[~is_train]), np.asarray(labels[~is_train]), plot,
+                         f"{dataset} {method}: calibrated vs gold")
     return calibrator, results
 
 
 def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = "") -> None:
     """The row's MLflow run (stage.run of a ticketsim.stage.StageRun: the variant as a tag and params, each epoch's
-    losses, its figures and files) and its metrics file; one line says what it reached."""
+    losses (of its first seed), its figures (over seeds: their mean, `sd.*` their standard deviation, `seed.*` each
+    seed's at step = the seed) and files) and its metrics file; one line says what it reached."""
     from ticketsim.lifecycle.tracking import log_metrics  # MLflow: in the stage's process, never in a worker
 
     tag, cfg = stage.stage.name, stage.params.siamese
@@ -122,10 +136,9 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
         for phase, history in trained.histories.items():
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
                 log_metrics(dict(zip((f"{loss_prefix(phase)}train_loss", f"{loss_prefix(phase)}dev_loss"), losses)), step=epoch)
-        stage.metrics(trained.results, logged=trained.figures, path=metrics)   # dev.rerank.map, ...: the same keys in every row
-    maps = {split: by["rerank"]["map"] for split, by in trained.figures.items() if isinstance(by, dict) and "rerank" in by}
-    reached = (f"dev rerank MAP {100 * maps['dev']:.2f}" + "".join(f", {split} {100 * value:.2f}" for split, value in maps.items()
-                                                               if split not in ("dev", "test"))
-               if "dev" in maps else "not evaluated (no labelled pairs)")
-    print(f"{tag}@{stage.dataset}-{row.name}: {reached}, {trained.results['training']['seconds']} s"
+        figures = run_figures(trained.results, f"#{row.name}")
+        stage.metrics(trained.results, logged=figures, path=metrics)   # dev.rerank.map, ...: the same keys in every row
+        for run in trained.results.get(SEEDS, ()):
+            log_metrics(run_figures(run, f"#{row.name}"), prefix="seed", step=run["seed"])
+    print(f"{tag}@{stage.dataset}-{row.name}: {headline(trained.results, f'#{row.name}')}, {trained.results['training']['seconds']} s"
           f"{f' ({progress})' if progress else ''}", flush=True)

@@ -3,7 +3,7 @@ resumable checkpoints."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -77,6 +77,12 @@ def fit(model: nn.Module, predict: Callable[[torch.Tensor], torch.Tensor], targe
                         "best_state_dict": best_state, "history": asdict(history), "rng": torch.get_rng_state()}, checkpoint)
     model.load_state_dict(best_state)
     return history
+
+
+def seed_folder(folder: Path, seed: int, seeds: Sequence[int]) -> Path:
+    """Where the model trained with `seed` of `seeds` keeps its files: `folder` for the first seed (its checkpoints
+    resume where a run of that seed alone left them), folder/seed-<seed> for each other one."""
+    return folder if seed == seeds[0] else folder / f"seed-{seed}"
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:

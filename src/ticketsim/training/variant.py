@@ -29,7 +29,7 @@ from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
 from ticketsim.model.losses import IN_BATCH, Loss, loss_of
 from ticketsim.model.metric import MetricConfig, metric_of
 from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_inputs
-from ticketsim.model.scores import in_batch_predictor, pair_predictor, pool_values, predict_all
+from ticketsim.model.scores import in_batch_predictor, pair_predictor, pair_values, pool_values
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.mining import Mined, as_mined_queries, mine
@@ -279,8 +279,7 @@ class TrainedVariant:
 
     def pair_scores(self) -> np.ndarray:
         """g of every pair, in eval mode."""
-        self.model.eval()
-        return predict_all(pair_predictor(self.model, self.inputs, self.pairs, self.metric), self.pairs.height)
+        return pair_values(self.model, self.inputs, self.pairs, self.metric)
 
     def scores_on(self, data: Prepared) -> np.ndarray:
         """g of every pair of `data`, in eval mode: other pairs, or the same ones seen otherwise (training.shift's

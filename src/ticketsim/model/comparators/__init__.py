@@ -7,6 +7,7 @@ and returns a score in (0, 1) per pair, so `ticketsim.training.trainer.fit` trai
     predict = pair_predictor(model, tokens, pairs, words)
     fit(model, predict, rescale(labels), train_rows, dev_rows, train_cfg, seed, loss=softmax, groups=query_groups(pairs))
     pool = score_pool(model, tokens, words, query_ids, ticket_ids)    # each text encoded once, then matched
+    scores = score_pairs(model, tokens, words, pairs)                  # so the pairs' in eval mode
 
 ticketsim.training.comparators runs this for one configured comparator on one dataset.
 """
@@ -136,22 +137,37 @@ def pair_predictor(model: Comparator, tokens: Tokens, pairs: pl.DataFrame,
     return lambda rows: model(take_texts(query_texts, q_rows[rows]), take_texts(ticket_texts, t_rows[rows]))
 
 
-@torch.no_grad()
 def score_pool(model: Comparator, tokens: Tokens, words: Sequence[str], query_ids: Sequence[str],
                ticket_ids: Sequence[str], batch_size: int = 1024) -> np.ndarray:
-    """(len(query_ids), len(ticket_ids)) float64 scores of every query against every ticket, in eval mode: each text is
-    encoded once, then the encodings are matched, batch_size pairs at a time (the pairs' scores, at a fraction of
-    the cost of pair_predictor on the cross join)."""
+    """(len(query_ids), len(ticket_ids)) float64 scores of every query against every ticket (matched: each text
+    encoded once, at a fraction of the cost of pair_predictor on the cross join)."""
     n = len(ticket_ids)
-    if not len(query_ids) or not n:
-        return np.zeros((len(query_ids), n))
+    rows = torch.arange(len(query_ids) * n)
+    return matched(model, tokens, words, query_ids, ticket_ids, rows // n, rows % n, batch_size).reshape(len(query_ids), n)
+
+
+def score_pairs(model: Comparator, tokens: Tokens, words: Sequence[str], pairs: pl.DataFrame, batch_size: int = 1024) -> np.ndarray:
+    """(len(pairs),) float64 scores of the pairs (any query_id, ticket_id frame), as pair_predictor's in eval mode, each
+    text encoded once (thousands of pairs read a few hundred texts)."""
+    query_ids, ticket_ids = (pairs[column].unique(maintain_order=True).to_list() for column in ("query_id", "ticket_id"))
+    return matched(model, tokens, words, query_ids, ticket_ids, positions_of(query_ids, pairs["query_id"]),
+                   positions_of(ticket_ids, pairs["ticket_id"]), batch_size)
+
+
+@torch.no_grad()
+def matched(model: Comparator, tokens: Tokens, words: Sequence[str], query_ids: Sequence[str], ticket_ids: Sequence[str],
+            q_rows: torch.Tensor, t_rows: torch.Tensor, batch_size: int) -> np.ndarray:
+    """Float64 scores of the pairs (query_ids[q_rows[i]], ticket_ids[t_rows[i]]), in eval mode: each text encoded once,
+    then the encodings matched batch_size pairs at a time."""
+    if not len(q_rows):
+        return np.zeros(0)
     was_training = model.training
     model.eval()
     queries = encode_texts(model, tokens.queries, "query_id", query_ids, QUERY, words, batch_size)
     tickets = encode_texts(model, tokens.tickets, "ticket_id", ticket_ids, TICKET, words, batch_size)
-    scores = [model.match(take(queries, rows // n), take(tickets, rows % n)) for rows in torch.arange(len(query_ids) * n).split(batch_size)]
+    scores = [model.match(take(queries, q_rows[part]), take(tickets, t_rows[part])) for part in torch.arange(len(q_rows)).split(batch_size)]
     model.train(was_training)
-    return torch.cat(scores).double().view(len(query_ids), n).numpy()
+    return torch.cat(scores).double().numpy()
 
 
 def encode_texts(model: Comparator, frame: pl.DataFrame, column: str, ids: Sequence[str], side: int, words: Sequence[str],
