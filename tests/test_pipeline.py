@@ -41,7 +41,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     # the registered configuration's L is fused after its contrastive phase: that phase's losses are logged apart
     final_run, = [r for r in siamese if r.data.tags["variant"] == final]
     assert {"train_loss", "fuse_train_loss", "fuse_dev_loss"} <= set(final_run.data.metrics)
-    models = load_params(repro_workspace / "params.yaml").comparators.models
+    params = load_params(repro_workspace / "params.yaml")
+    models = params.comparators.models
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
     assert sorted((r.data.tags["model"], r.data.tags["method"]) for r in comparators) == sorted((m, title(m)) for m in models)
     assert all(r.info.status == "FINISHED" and "dev.retrieve.map_at_10" in r.data.metrics and "dev_loss" in r.data.metrics
@@ -50,7 +51,7 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
         figures = json.loads((repro_workspace / f"metrics/default/comparators/{model}.json").read_text())
         assert set(figures) == {title(model), "sd", "seeds", "training", "block"}
         assert {"rerank", "retrieve"} <= set(figures[title(model)]["dev"]) and figures["block"] == "comparators"
-        assert [run["seed"] for run in figures["seeds"]] == params["evaluation"]["seeds"]
+        assert [run["seed"] for run in figures["seeds"]] == list(params.evaluation.seeds)
         assert {"best_dev_loss", "label_variance", "learns", "seconds", "parameters"} <= set(figures["seeds"][0]["training"])
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
