@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import CALIBRATOR
-from ticketsim.evaluate.report import SEEDS, headline, over_seeds, run_figures
+from ticketsim.evaluate.report import headline, over_seeds
 from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Stage
@@ -44,9 +44,7 @@ def main() -> None:
             for epoch, (train, dev) in enumerate(zip(history.train_loss, history.dev_loss)):   # the first seed's
                 log_metrics({"train_loss": train, "dev_loss": dev}, step=epoch)
             # dev.rerank.map, ...: the same keys for every model; sd.*, and seed.* at step = the seed
-            stage.metrics(results, logged=run_figures(results, method), path=metrics)
-            for run in results[SEEDS]:
-                log_metrics(run_figures(run, method), prefix="seed", step=run["seed"])
+            stage.method_metrics(results, method, metrics)
         print(f"comparators@{stage.dataset}-{model}: {headline(results, method)}, {results['training']['seconds']} s "
               f"({done}/{len(cfg.models)})", flush=True)
 

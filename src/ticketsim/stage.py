@@ -132,3 +132,13 @@ class StageRun:
 
         write_metrics(values, path or self.args.metrics)
         log_metrics(values if logged is None else logged)
+
+    def method_metrics(self, results: Mapping[str, Any], method: str, path: str | Path) -> None:
+        """A trained method's results file written to `path`, and its figures logged (ticketsim.evaluate.report.run_figures:
+        over seeds their mean and `sd.*`, and each seed's as `seed.*` at step = the seed)."""
+        from ticketsim.evaluate.report import SEEDS, run_figures
+        from ticketsim.lifecycle.tracking import log_metrics
+
+        self.metrics(results, logged=run_figures(results, method), path=path)
+        for run in results.get(SEEDS, ()):
+            log_metrics(run_figures(run, method), prefix="seed", step=run["seed"])

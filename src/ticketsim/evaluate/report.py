@@ -168,6 +168,11 @@ class Table:
     sd: dict[str, dict]                 # method trained over seeds -> its figures' standard deviation
     seeds: dict[str, list[dict]]        # method trained over seeds -> each seed's results file (SEEDS)
 
+    @property
+    def seed_numbers(self) -> list[int]:
+        """Every seed a method of the table was trained with, in order."""
+        return sorted({run["seed"] for runs in self.seeds.values() for run in runs})
+
 
 def table5(parts: list[dict]) -> Table:
     """Every method of the results files `parts` in one table, each method in its file's BLOCK: the paper's Table 5
@@ -192,7 +197,7 @@ def table5(parts: list[dict]) -> Table:
 def seeds_table(table: Table, split: str, protocol: str = "rerank", measure: str = "map") -> str:
     """Each seed's figure of every method trained over seeds, and their mean ± sd, as a Markdown table in the table's
     order."""
-    seeds = sorted({run["seed"] for runs in table.seeds.values() for run in runs})
+    seeds = table.seed_numbers
     lines = [f"| method | {' | '.join(f'seed {s}' for s in seeds)} | mean ± sd |", "|" + " --- |" * (len(seeds) + 2)]
     for method in (m for m in table.results if m in table.seeds):
         by_seed = {run["seed"]: run[method].get(split, {}).get(protocol, {}).get(measure) for run in table.seeds[method]}

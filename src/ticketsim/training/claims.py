@@ -55,10 +55,9 @@ def judged(seeds: Mapping[str, Sequence[Mapping]], split: str = "dev", claims: S
 
 def claims_report(table: Table, verdicts: Mapping[str, Mapping], split: str = "dev") -> str:
     """Markdown: the claims and their verdicts, then each seed's rerank MAP of the rows trained over seeds."""
-    seeds = sorted({run["seed"] for runs in table.seeds.values() for run in runs})
     lines = [f"# The paper's claims on the {split} queries",
              "",
-             f"Each row's AP of a query is averaged over its seeds ({', '.join(map(str, seeds))}); the difference is the "
+             f"Each row's AP of a query is averaged over its seeds ({', '.join(map(str, table.seed_numbers))}); the difference is the "
              f"better row's mean AP minus the worse row's (points of MAP) with its 95 % bootstrap interval, p that of a "
              f"paired sign-flip test over the queries. A claim holds at p < {ALPHA}.",
              "",

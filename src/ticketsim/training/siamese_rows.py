@@ -19,7 +19,7 @@ import torch
 
 from ticketsim.config import Params, VariantConfig
 from ticketsim.evaluate.calibrate import CALIBRATOR, UNCALIBRATED, Calibrator, fit_calibrator
-from ticketsim.evaluate.report import BLOCK, QUERY_AP, SEEDS, block_of, headline, over_seeds, reliability_plot, run_figures
+from ticketsim.evaluate.report import BLOCK, QUERY_AP, block_of, headline, over_seeds, reliability_plot
 from ticketsim.evaluate.suite import evaluate_method, query_ap
 from ticketsim.model.branches import TOWERS
 from ticketsim.model.saved import SCALES, write_variant
@@ -136,9 +136,6 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
         for phase, history in trained.histories.items():
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
                 log_metrics(dict(zip((f"{loss_prefix(phase)}train_loss", f"{loss_prefix(phase)}dev_loss"), losses)), step=epoch)
-        figures = run_figures(trained.results, f"#{row.name}")
-        stage.metrics(trained.results, logged=figures, path=metrics)   # dev.rerank.map, ...: the same keys in every row
-        for run in trained.results.get(SEEDS, ()):
-            log_metrics(run_figures(run, f"#{row.name}"), prefix="seed", step=run["seed"])
+        stage.method_metrics(trained.results, f"#{row.name}", metrics)   # dev.rerank.map, ...: the same keys in every row
     print(f"{tag}@{stage.dataset}-{row.name}: {headline(trained.results, f'#{row.name}')}, {trained.results['training']['seconds']} s"
           f"{f' ({progress})' if progress else ''}", flush=True)
