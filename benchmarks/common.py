@@ -196,7 +196,8 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
     "FqL": VariantConfig({"Fq": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
     # S+L on one level pair: F+L's index layout (384 dims) with S in F's place
     "SL": VariantConfig({"S": 1.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}, learn=True, loss="pairwise"),
-    # the registered default (params' siamese.final, Ac+L-relpos): its queries need no torch once exported (search/queries.py)
+    # the A road on five level pairs (Ac+L-relpos; the registered Ac+L-relpos-merged reads one): its queries need no torch
+    # once exported (search/queries.py)
     "AL": VariantConfig({"A": 5.0, "L": 0.5}, {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3,
                                                "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True,
                         loss="contrastive", rel="positive"),

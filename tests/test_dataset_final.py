@@ -30,13 +30,13 @@ def test_a_datasets_final_overrides_siamese_final_for_its_stages_only(tmp_path):
     path = params_file(tmp_path, default={"source": "synthetic"}, semeval={"source": "semeval2016", "raw": "x", "final": "Szs+L"})
     params = load_params(path)
     assert params.siamese.final_of(params.dataset("semeval")) == "Szs+L"
-    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "Ac+L-relpos"
-    assert params.for_dataset("semeval").siamese.final == "Szs+L" and params.for_dataset("default").siamese.final == "Ac+L-relpos"
+    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "Ac+L-relpos-merged"
+    assert params.for_dataset("semeval").siamese.final == "Szs+L" and params.for_dataset("default").siamese.final == "Ac+L-relpos-merged"
     # a stage of the dataset reads it as siamese.final; the row the final stage trains keeps the variant's name: nothing
     # is tuned for a variant that learns from no labelled pair
     stage = Stage("final", "doc").start(["semeval", "--params", str(path)])
     assert stage.params.siamese.final == "Szs+L" and stage.params.siamese.final_row(stage.dataset_config) == "Szs+L"
-    assert params.siamese.final_row(params.dataset("default")) == "Ac+L-relpos-tuned"
+    assert params.siamese.final_row(params.dataset("default")) == "Ac+L-relpos-merged-tuned"
 
 
 @pytest.mark.parametrize("entry, message", [

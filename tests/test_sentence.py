@@ -67,6 +67,13 @@ def test_every_component_is_cached_with_the_right_shapes(window, corpus, tmp_pat
     assert loaded.ticket_ids == ("T1", "T2", "T3") and np.array_equal(loaded.tickets["sub+desc+sol"], vectors.tickets["sub+desc+sol"])
 
 
+def test_only_the_components_asked_for_are_encoded_and_each_as_in_the_full_cache(window, corpus):
+    full, _ = sentence_vectors(corpus, window, progress=False)
+    some, report = sentence_vectors(corpus, window, progress=False, components=((), ("sub+desc+sol",)))
+    assert set(some.queries) == set() and set(some.tickets) == {"sub+desc+sol"}
+    assert report.texts == 3 and np.array_equal(some.tickets["sub+desc+sol"], full.tickets["sub+desc+sol"])
+
+
 def test_components_are_the_raw_fields_joined(corpus):
     assert component_strings(corpus.tickets, "sub+desc") == ["Pump leaks oil\nOil drips from the pump seal.",
                                                              "Printer jams\nPaper jams in tray 2.", "No subject here."]

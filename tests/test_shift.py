@@ -126,6 +126,43 @@ def test_the_rule_registers_the_best_by_cv_that_beats_the_reference_and_loses_un
     assert choose({"weak": 0.6}, {"weak": judgement["against_reference"]["weak"]}) is None
 
 
+def test_a_cheaper_configuration_level_with_the_best_everywhere_is_chosen_and_one_below_it_anywhere_is_not():
+    reference = aps(0.0, 1)
+
+    def configuration(cv: float, lay: float, cost: list[int], noise: int = 0) -> dict:
+        jitter = np.random.default_rng(noise).normal(0, 0.05, len(reference)) * bool(noise)
+        jitter = dict(zip(reference, jitter - jitter.mean()))       # per query, mean 0: a difference within the noise
+        shifted = {LAY: [by_query({q: ap + lay + jitter[q] for q, ap in reference.items()})]}
+        return selection_report.summary([by_query({q: ap + cv + jitter[q] for q, ap in reference.items()})],
+                                        [by_query(aps(cv, 3))], "trained", 1.0, shifted) | {"cost": cost}
+
+    results = {"Szs+L": configuration(0.0, 0.0, [4, 5]),
+               "five": configuration(0.10, 0.05, [4, 5]),               # the best by CV
+               "merged": configuration(0.09, 0.04, [1, 1], noise=4),    # a point below it, within the noise; one pass
+               "cheap-fragile": configuration(0.10, 0.0, [1, 1])}       # as cheap, but clearly below the best on the lay queries
+    judgement = selection_report.judged(results, list(results), "Szs+L", "five", 1000)
+    assert judgement["best"] == "five" and judgement["choice"] == "merged"
+    assert judgement["against_best"]["cheap-fragile"][LAY]["p"] < 0.05
+    assert "(the best by CV: five)" in "\n".join(selection_report.judgement_lines(judgement, [LAY]))
+    # without costs (a report that predates them) the best by CV is the choice
+    bare = {name: {k: v for k, v in figures.items() if k != "cost"} for name, figures in results.items()}
+    assert selection_report.judged(bare, list(bare), "Szs+L", "five", 1000)["choice"] == "five"
+
+
+def test_a_tickets_cost_counts_encoder_passes_and_level_blocks():
+    from ticketsim.model.branches import cached_components, ticket_cost
+    from ticketsim.model.metric import metric_of
+
+    five = {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3, "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}
+    adapter = metric_of(VariantConfig({"A": 5.0, "L": 0.5}, five))
+    assert cached_components(adapter, "S") == (("desc", "sub", "sub+desc"), ("desc", "sub", "sub+desc", "sub+desc+sol"))
+    assert ticket_cost(adapter) == (4, 5)       # SOL alone is read by no level: never encoded
+    assert ticket_cost(metric_of(VariantConfig({"A": 5.0, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}))) == (1, 1)
+    tower = metric_of(VariantConfig({"F": 1.0, "S": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 1.0}))
+    assert cached_components(tower, "S") == (("sub+desc",), ("sub+desc+sol",)) and ticket_cost(tower) == (2, 2)
+    assert cached_components(metric_of(VariantConfig({"F": 1.0}, {"sub-sub": 1.0})), "S") == ((), ())
+
+
 def test_verdict_reads_significance_and_sign():
     up, flat, down = ({"mean_difference": d, "p": p} for d, p in ((0.03, 0.01), (0.03, 0.2), (-0.02, 0.01)))
     assert verdict({OWN: up, LAY: flat}) is None

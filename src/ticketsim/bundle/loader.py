@@ -32,7 +32,7 @@ from ticketsim.config import (
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
-from ticketsim.model.branches import reads
+from ticketsim.model.branches import cached_components
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
 from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import ENCODER, WEIGHTS, load_model
@@ -124,11 +124,12 @@ class Scorer:
             channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
         if metric.channels.get("T"):
             channels.append(topic_vectors(tokens, self.topics))
-        if "S" in reads(metric):
-            from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is weighed
+        if any(sentence_parts := cached_components(metric, "S")):   # F reads text: it needs no S
+            from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is read
 
             given = [v for v in cached if v.channel == "S"]
-            channels.append(given[0] if given else sentence_channel(corpus, self.sentence, False, self.sentence_encoder)[0])
+            channels.append(given[0] if given else
+                            sentence_channel(corpus, self.sentence, False, self.sentence_encoder, components=sentence_parts)[0])
         if not lexical:
             metric = replace(metric, channels={c: w for c, w in metric.channels.items() if c != "L"})
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25,

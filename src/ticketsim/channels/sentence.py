@@ -139,6 +139,9 @@ def encode_passages(encoder: SentenceEncoder, texts: Sequence[str], batch_size: 
     return vectors
 
 
+# (query side, ticket side): the components to encode (ticketsim.model.branches.cached_components).
+Components = tuple[Sequence[str], Sequence[str]]
+
 # How the distinct passages of encode_groups are encoded: (encoder, passages, batch_size, threads, progress) -> vectors.
 # encode_local below in this process; ticketsim.channels.ray_encode on a Ray cluster's actors (encode.engine: ray).
 PassageEncoding = Callable[[SentenceEncoder, Sequence[str], int, int, bool], np.ndarray]
@@ -204,17 +207,20 @@ class SentenceReport:
 
 def sentence_vectors(corpus: Corpus, encoder: SentenceEncoder, pooling: Pooling = "first", overlap: int = 32,
                      normalize: bool = True, batch_size: int = 32, threads: int = 1, progress: bool = True,
-                     encode: PassageEncoding = encode_local) -> tuple[ChannelVectors, SentenceReport]:
-    """S of every query and ticket component of a prepared corpus, on `threads` torch threads; `encode`: as encode_groups."""
+                     encode: PassageEncoding = encode_local, components: Components | None = None
+                     ) -> tuple[ChannelVectors, SentenceReport]:
+    """S of the query and ticket components of a prepared corpus (`components`: (query side, ticket side); None: every
+    one, as the stage caches them), on `threads` torch threads; `encode`: as encode_groups."""
     from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
 
-    groups = {f"queries/{c}": component_strings(corpus.queries, c) for c in QUERY_COMPONENTS}
-    groups |= {f"tickets/{c}": component_strings(corpus.tickets, c) for c in TICKET_COMPONENTS}
+    query_parts, ticket_parts = components or (QUERY_COMPONENTS, TICKET_COMPONENTS)
+    groups = {f"queries/{c}": component_strings(corpus.queries, c) for c in query_parts}
+    groups |= {f"tickets/{c}": component_strings(corpus.tickets, c) for c in ticket_parts}
     vectors, encoded = encode_groups(encoder, groups, pooling, overlap, normalize, batch_size, threads, progress, encode)
     channel = ChannelVectors(
         channel="S", query_ids=tuple(corpus.queries["query_id"]), ticket_ids=tuple(corpus.tickets["ticket_id"]),
-        queries={c: vectors[f"queries/{c}"] for c in QUERY_COMPONENTS},
-        tickets={c: vectors[f"tickets/{c}"] for c in TICKET_COMPONENTS})
+        queries={c: vectors[f"queries/{c}"] for c in query_parts},
+        tickets={c: vectors[f"tickets/{c}"] for c in ticket_parts})
     report = SentenceReport(model=encoder.name, folder=encoder.folder, dim=encoder.dim, max_tokens=encoder.max_tokens,
                             texts=encoded.texts, passages=encoded.passages, cut=round(encoded.cut, 4), seconds=encoded.seconds)
     return channel, report
@@ -227,10 +233,12 @@ def configured_encoder(cfg: SentenceConfig) -> SentenceEncoder:
 
 
 def sentence_channel(corpus: Corpus, cfg: SentenceConfig, progress: bool = True, encoder: SentenceEncoder | None = None,
-                     encode: PassageEncoding = encode_local) -> tuple[ChannelVectors, SentenceReport]:
+                     encode: PassageEncoding = encode_local, components: Components | None = None
+                     ) -> tuple[ChannelVectors, SentenceReport]:
     """Channel S of a corpus as params `sentence` names it: the stage's cache and a bundle's new texts alike.
     `encoder`: configured_encoder(cfg), when the caller keeps it loaded (a searcher encodes one query at a time);
-    `encode`: as encode_groups."""
+    `encode`: as encode_groups; `components`: as sentence_vectors (a bundle encodes those its model reads)."""
     encoder = encoder or configured_encoder(cfg)
     return sentence_vectors(corpus, encoder, pooling=cfg.pooling, overlap=cfg.overlap, normalize=cfg.normalize,
-                            batch_size=cfg.batch_size, threads=cfg.threads, progress=progress, encode=encode)
+                            batch_size=cfg.batch_size, threads=cfg.threads, progress=progress, encode=encode,
+                            components=components)

@@ -326,7 +326,7 @@ class SiameseParams:
     finetuned: dict[str, VariantConfig] = param({}, "channel F's rows: trained by the siamese stage on finetune.datasets only")
     encoder: EncoderConfig = param(EncoderConfig(), "channel F's encoder")
     selfsup: MiningConfig = param(MiningConfig(), "the mined pairs of phase 1 of selfsup variants")
-    final: str = param("Ac+L-relpos", "the variant tuned, trained, logged and registered as the MLflow model")
+    final: str = param("Ac+L-relpos-merged", "the variant tuned, trained, logged and registered as the MLflow model")
     unlabelled: str = param("Szs+L", "the final variant of a dataset without labelled pairs (`datasets.<name>.labels: false`)")
     registered_model: str = param("ticketsim-siamese", "one registered model per dataset: `<registered_model>-<dataset>`")
     threads: int = param(1, "torch threads per row: small matrices; a second thread on a busy 2-core box is far slower")

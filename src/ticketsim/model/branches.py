@@ -213,3 +213,23 @@ def reads(metric: MetricConfig) -> set[str]:
     """The cached channels a metric needs: those it weighs and those its trained branches start from (S for F and A)."""
     weighed = {c for c, w in metric.channels.items() if w}
     return weighed | {BRANCHES[c].starts_from for c in weighed & STARTED}
+
+
+def cached_components(metric: MetricConfig, channel: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(query side, ticket side): the components of cached `channel` the metric reads, weighed itself or through a
+    branch (A reads S on both sides, Fq on the ticket side; F reads text): what an encoding of new texts computes."""
+    def side(needs: dict[str, tuple[str, ...]], tickets: bool) -> tuple[str, ...]:
+        return tuple(sorted({part for c, parts in needs.items()
+                             if (BRANCHES[c].source(tickets) if c in BRANCHES else c) == channel for part in parts}))
+
+    queries, tickets = metric.needs()
+    return side(queries, False), side(tickets, True)
+
+
+def ticket_cost(metric: MetricConfig) -> tuple[int, int]:
+    """What indexing one ticket costs: (transformer passes, level blocks): S's components and the fine-tuned encoders'
+    texts (each a pass of the encoder, the bulk of an index build), then the levels times the dense channels (the
+    index's dimensions, in units of the channels' width)."""
+    _, tickets = metric.needs()
+    towers = sum(len(parts) for c, parts in tickets.items() if c in BRANCHES and BRANCHES[c].source(True) == "strings")
+    return len(cached_components(metric, "S")[1]) + towers, len(metric.level_pairs()) * len(tickets)

@@ -261,13 +261,15 @@ def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[Chan
         return list(cached)
     from ticketsim.channels.ray_encode import ray_encoding
     from ticketsim.channels.sentence import sentence_channel
-    from ticketsim.model.branches import reads
+    from ticketsim.model.branches import cached_components
     from ticketsim.model.metric import metric_of
 
     encode = ray_encoding(scorer.sentence)      # refuses first where ray is missing, whatever the variant reads
-    if "S" not in reads(metric_of(scorer.variant)) or any(v.channel == "S" for v in cached):
+    parts = cached_components(metric_of(scorer.variant), "S")
+    if not parts[1] or any(v.channel == "S" for v in cached):
         return list(cached)
-    return [*cached, sentence_channel(one_side(tickets, "tickets"), scorer.sentence, False, scorer.sentence_encoder, encode)[0]]
+    return [*cached, sentence_channel(one_side(tickets, "tickets"), scorer.sentence, False, scorer.sentence_encoder, encode,
+                                      ((), parts[1]))[0]]
 
 
 def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,

@@ -12,7 +12,7 @@ configurations on the same seeds and folds.
 
 Beside CV, each configuration's figures under the dataset's shifts (ticketsim.training.shift: the lay split, the
 later-year view of the same folds, one train part to the other), its paired tests against the reference (siamese.unlabelled,
-compared always) by CV and under each shift, and the choice by shift.choose: what siamese.final should be.
+compared always) by CV and under each shift, and the choice by shift.choose and shift.cheapest: what siamese.final should be.
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import rerank_means
-from ticketsim.model.branches import reads
+from ticketsim.model.branches import reads, ticket_cost
 from ticketsim.model.metric import metric_of
 from ticketsim.training.selection import OWN, cross_validate_under, fold_maps, mean_ap, paired_test, split_run, with_folds
-from ticketsim.training.shift import CROSS_PART, LATER_YEAR, Shifts, choose, cross_part, part_runs, verdict
+from ticketsim.training.shift import CROSS_PART, LATER_YEAR, Shifts, cheapest, choose, cross_part, part_runs, verdict
 from ticketsim.training.variant import CHOICE_SPLITS, Prepared, prepare_files, train_variant
 
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
@@ -96,7 +96,12 @@ def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds
         for shift, run in shifts.scored(problem, model, scores).items():
             shift_runs[shift].append(run)
         bar.update(1)
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant)
+
+
+def costing(variant) -> dict:
+    """What indexing a ticket costs under the configuration (model.branches.ticket_cost): shift.cheapest reads it."""
+    return {"cost": list(ticket_cost(metric_of(variant)))}
 
 
 def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
@@ -118,7 +123,7 @@ def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seed
             if CROSS_PART in shift_runs:
                 shift_runs[CROSS_PART].append(part_runs(cv_runs[-1], shifts.parts))
         bar.update(1 + folds * (i < cv_seeds))
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant)
 
 
 def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, folds: int, seeds: list[int],
@@ -151,18 +156,22 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
 
 
 def judged(results: dict, variants: list[str], reference: str, final: str, n: int) -> dict:
-    """Each trained configuration against the reference by CV and under each shift, shift.verdict of each, the
-    configuration shift.choose picks, and siamese.final (its verdict is in verdicts when it was compared)."""
-    ref = results[reference]
-
-    def against(figures: dict) -> dict:
+    """Each trained configuration against the reference by CV and under each shift, shift.verdict of each, the best
+    (shift.choose), those that pass against the best, the choice (shift.cheapest), and siamese.final (its verdict is in
+    verdicts when it was compared)."""
+    def against(figures: dict, ref: dict) -> dict:
         by_shift = {OWN: paired_test(figures["query_ap"], ref["query_ap"], n=n, seed=0)}
         return by_shift | {shift: paired_test(f["query_ap"], ref["shifts"][shift]["query_ap"], n=n, seed=0)
                            for shift, f in figures["shifts"].items() if shift in ref["shifts"]}
 
-    tested = {name: against(results[name]) for name in variants if name != reference}
-    return {"reference": reference, "against_reference": tested, "verdicts": {name: verdict(t) for name, t in tested.items()},
-            "final": final, "choice": choose({name: results[name]["cv_map"]["mean"] for name in tested}, tested)}
+    tested = {name: against(results[name], results[reference]) for name in variants if name != reference}
+    verdicts = {name: verdict(t) for name, t in tested.items()}
+    cv_map = {name: results[name]["cv_map"]["mean"] for name in tested}
+    best = choose(cv_map, tested)
+    against_best = {name: against(results[name], results[best]) for name in tested if verdicts[name] is None and name != best}
+    choice = best and cheapest(best, cv_map, against_best, {name: results[name].get("cost") for name in tested})
+    return {"reference": reference, "against_reference": tested, "verdicts": verdicts, "final": final, "best": best,
+            "against_best": against_best, "choice": choice}
 
 
 REPORT_KEYS = ("dataset", "command", "queries", "folds", "seeds", "cv_seeds", "configurations", "seconds")
@@ -283,7 +292,7 @@ def markdown(report: dict) -> str:
 
 
 def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
-    """The paired tests against the reference by CV and under each shift, each verdict, the choice (shift.choose)."""
+    """The paired tests against the reference by CV and under each shift, each verdict, the choice (shift.cheapest)."""
     if not judgement:
         return []
     cell = lambda t: "–" if t is None else f"{100 * t['mean_difference']:+.2f}, p {t['p']:.4f}"  # noqa: E731
@@ -293,9 +302,13 @@ def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
              "| --- | --- | " + "--- | " * len(shifts) + "--- |"]
     lines += [f"| {name} | {cell(by_shift[OWN])} | " + "".join(f"{cell(by_shift.get(shift))} | " for shift in shifts)
               + f"{judgement['verdicts'][name] or 'may be registered'} |" for name, by_shift in judgement["against_reference"].items()]
-    choice = judgement["choice"]
-    lines += ["", f"Choice (above {reference} by CV at p < .05, significantly below it under no shift; the best such by CV): "
-              + (choice or f"none: register {reference}")]
+    choice, best = judgement["choice"], judgement.get("best", judgement["choice"])
+    lines += ["", f"Choice (above {reference} by CV at p < .05, significantly below it under no shift; of those not "
+              "significantly below the best such by CV anywhere, the one with the fewest encoder passes and level blocks "
+              "per ticket): " + (choice or f"none: register {reference}")
+              + ("" if choice == best else f" (the best by CV: {best})")]
+    lines += [f"- {name} against {best}: " + ", ".join(f"{shift} {cell(t)}" for shift, t in by_shift.items())
+              for name, by_shift in judgement.get("against_best", {}).items()]
     if final in judgement["verdicts"]:
         lines.append(f"siamese.final = {final}: {judgement['verdicts'][final] or 'may be registered'}"
                      + ("" if final == choice else f"; the choice is {choice or reference}"))

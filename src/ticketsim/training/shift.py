@@ -15,12 +15,14 @@ candidates lack them), the query templates a generator reuses. Each shift scores
   dataset's scales: `ticketsim select --cross WORKSPACE DATASET`.
 
 The reference is siamese.unlabelled (the zero-shot encoder with BM25, Szs+L, by default): what a help desk has without
-a label. `verdict` and `choose` hold the rule: a configuration is registered only if it beats the reference by CV (a
-paired test over queries, p < alpha) and is significantly below it under no shift; of those, the best by CV MAP.
+a label. `verdict`, `choose` and `cheapest` hold the rule: a configuration is registered only if it beats the reference
+by CV (a paired test over queries, p < alpha) and is significantly below it under no shift; of those, the best by CV
+MAP, or a cheaper one to index (fewer encoder passes per ticket) that is significantly below that best neither by CV
+nor under any shift.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -143,7 +145,19 @@ def verdict(tests: Mapping[str, dict], alpha: float = 0.05) -> str | None:
 
 
 def choose(cv_map: Mapping[str, float], tests: Mapping[str, Mapping[str, dict]], alpha: float = 0.05) -> str | None:
-    """The configuration to register: of those `verdict` passes (tests: configuration -> its tests), the best by CV MAP;
-    None when none passes (register the reference)."""
+    """The best configuration: of those `verdict` passes (tests: configuration -> its tests), the best by CV MAP; None
+    when none passes (register the reference)."""
     return max((name for name, by_shift in tests.items() if verdict(by_shift, alpha) is None), key=cv_map.__getitem__,
                default=None)
+
+
+def cheapest(best: str, cv_map: Mapping[str, float], against_best: Mapping[str, Mapping[str, dict]],
+             cost: Mapping[str, Sequence[int] | None], alpha: float = 0.05) -> str:
+    """The configuration to register: of `best` (choose's) and the others that pass (against_best: their paired tests
+    against best by CV and under each shift), those not significantly below best anywhere, the one that costs least to
+    index a ticket (cost: encoder passes, level blocks, model.branches.ticket_cost; None, as in a report that predates
+    it: best's), ties by CV. Quality within the noise is not worth its price in encoder passes."""
+    level = [name for name, by_shift in against_best.items()
+             if not any(t["mean_difference"] < 0 and t["p"] < alpha for t in by_shift.values())]
+    price = lambda name: tuple(cost.get(name) or cost.get(best) or ())  # noqa: E731
+    return min([best, *level], key=lambda name: (price(name), -cv_map[name]))
