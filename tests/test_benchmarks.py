@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from benchmarks import encoding, pipeline_time, search_scale
+from benchmarks import encoding, ingest, pipeline_time, search_scale
 from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -64,6 +64,22 @@ def test_a_cold_search_gives_its_own_time_cpu_and_peak_memory_and_index_add_grow
     assert 0 < found.cpu and 100e6 < found.peak_rss < 8e9
     added = search_scale.index_add(bundle, tmp_path / "index", 5, tmp_path)
     assert added.code == 0 and len(TicketIndex.load(tmp_path / "index")) == 85, added.output[-2000:]
+
+
+# ------------------------------------------------------------------------------------------------------------ ingest
+@pytest.mark.slow   # three new processes that load torch and the bundle
+def test_ingest_splits_a_builds_time_by_part_and_indexes_a_csv_then_adds_to_it(search_parts, tmp_path):
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "SL")      # S on one level pair: MiniLM encodes every ticket
+    parts = ingest.where_time_goes(bundle, 12, tmp_path / "profiled")
+    assert len(TicketIndex.load(tmp_path / "profiled")) == 12
+    assert parts["channel S: passages and encoding"] > 0 and parts["tokens"] > 0
+    assert sum(s for name, s in parts.items() if name != "all") == pytest.approx(parts["all"])
+    done = subprocess.run([sys.executable, "-m", "benchmarks.ingest", "--model", str(bundle), "--tickets", "30", "--add", "4",
+                           "--profile", "0"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 encoder pass(es) and 384 folded dims per ticket" in done.stdout
+    assert "| index build from a CSV (a new process) | 30 |" in done.stdout and "not at the goal's size (100,000 tickets)" in done.stdout
+    assert "| 4 into 30 |" in done.stdout and "| cold search of the result | 34 |" in done.stdout
 
 
 class Page(http.server.BaseHTTPRequestHandler):
