@@ -110,8 +110,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":
         "minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files with 3 folds, 1 seed and 1 epoch",
-    "ticketsim curve --dataset default --variants Ac+L-relpos Szs+L --folds 8 --out reports/curve/default.json "
-    "--plot docs/img/learning_curve_default.png":
+    "ticketsim curve --dataset default --variants Ac+L-relpos-merged Szs+L --folds 8 --seeds 13 14 15 --extra lay "
+    "--out reports/curve/default.json --plot docs/img/learning_curve_default.png":
         "minutes of training: tests/test_pipeline.py runs `ticketsim curve` on the bare-clone pipeline's files with 3 folds, "
         "1 seed and 1 epoch",
     "ticketsim curve --workspace ../semws --dataset semeval --variants Ac+L-relpos Szs+L --out reports/curve/semeval.json "
