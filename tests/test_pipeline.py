@@ -88,28 +88,28 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
 
 def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads_a_test_query(repro_workspace, tmp_path):
     out = tmp_path / "select.json"
-    run("ticketsim.cli", "select", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos", "15",
+    run("ticketsim.cli", "select", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos-merged", "15",
         "--folds", "3", "--seeds", "1", "--epochs", "1", "--baselines", "--out", str(out), cwd=tmp_path)
     report = json.loads(out.read_text())
-    assert list(report["configurations"])[:2] == ["Ac+L-relpos", "15"] and "BM25" in report["configurations"]
+    assert list(report["configurations"])[:2] == ["Ac+L-relpos-merged", "15"] and "BM25" in report["configurations"]
     pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
     chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
     for name, figures in report["configurations"].items():
         assert set(figures["query_ap"]) <= chosen_on and figures["cv_map"]["values"], name   # CV over train + dev only
-    assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "Ac+L-relpos"), ("Ac+L-relpos", "BM25")}
+    assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "Ac+L-relpos-merged"), ("Ac+L-relpos-merged", "BM25")}
 
 
 
 def test_ticketsim_curve_trains_on_judged_queries_of_train_and_dev_and_writes_its_table_json_and_png(repro_workspace, tmp_path):
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
-    done = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos",
+    done = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "Ac+L-relpos-merged",
                "--sizes", "5", "1000", "all", "--seeds", "1", "--folds", "3", "--epochs", "1", "--out", str(out),
                "--plot", str(png), "--no-mlflow", cwd=tmp_path)
     report = json.loads(out.read_text())
-    assert report["sizes"] == ["5", "all"] and report["skipped"] == ["1000"] and "| Ac+L-relpos | 5 |" in done.stdout
+    assert report["sizes"] == ["5", "all"] and report["skipped"] == ["1000"] and "| Ac+L-relpos-merged | 5 |" in done.stdout
     pairs = pl.read_parquet(repro_workspace / "data/default/prepared/pairs.parquet")
     chosen_on = set(pairs.filter(pl.col("split").is_in(["train", "dev"]))["query_id"])
-    assert set(report["curves"]["Ac+L-relpos"][0]["query_ap"]) == chosen_on and {"BM25", "S#14 zero-shot (cosine)"} == set(report["lines"])
+    assert set(report["curves"]["Ac+L-relpos-merged"][0]["query_ap"]) == chosen_on and {"BM25", "S#14 zero-shot (cosine)"} == set(report["lines"])
     assert png.read_bytes()[:4] == b"\x89PNG"
     refused = run("ticketsim.cli", "curve", "--workspace", str(repro_workspace), "--dataset", "default", "--variants", "nope",
                   cwd=tmp_path, check=False)
