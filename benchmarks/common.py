@@ -323,17 +323,32 @@ class Cold:
     output: str         # stdout and stderr
 
 
-def cold(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Cold:
-    """`command` in a new process, and what it cost that process alone (wait4's usage, not the summed children's)."""
+def cold(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None, every: float = 0.02) -> Cold:
+    """`command` in a new process, and what it cost that process alone: CPU from wait4's usage, the peak RSS from its
+    VmHWM, read every `every` s until it exits. wait4's ru_maxrss would not do: Linux counts the forked copy of this
+    process, whatever it held before exec, in the child's maximum."""
     with tempfile.TemporaryFile() as out:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(process.pid, 0)
+        peak = 0
+        while not (done := os.wait4(process.pid, os.WNOHANG))[0]:
+            peak = max(peak, high_water(process.pid))
+            time.sleep(every)
+        _, status, usage = done
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         output = out.read().decode(errors="replace")
-    return Cold(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, process.returncode, output)
+    return Cold(seconds, usage.ru_utime + usage.ru_stime, peak, process.returncode, output)
+
+
+def high_water(pid: int) -> int:
+    """A live process's peak RSS since its exec (VmHWM), in bytes; 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0)
 
 
 def alternate(calls: dict[str, Callable[[], object]], repeat: int) -> dict[str, list]:
