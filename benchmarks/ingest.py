@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from benchmarks.common import Cold, cold, load_average, table
+from benchmarks.search_scale import cold_search, index_add
 from ticketsim.bundle.loader import Scorer
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
@@ -30,10 +31,9 @@ PARTS = {("channels/sentence.py", "encode_groups"): "channel S: passages and enc
          ("text/tokenize.py", "tokenize_corpus"): "tokens"}
 
 
-def tickets(n: int, seed: int, prefix: str = "") -> pl.DataFrame:
-    """n generated tickets, ids prefixed (the added ones must not collide with the indexed ones)."""
-    generated = generate(SyntheticConfig(n_tickets=n, n_labeled_queries=10, n_enduser_queries=10, n_lay_queries=0), seed)
-    return generated.tickets.with_columns(ticket_id=prefix + pl.col("ticket_id"))
+def tickets(n: int, seed: int) -> pl.DataFrame:
+    """n generated tickets (search_scale.index_add generates the added ones, under ids of their own)."""
+    return generate(SyntheticConfig(n_tickets=n, n_labeled_queries=10, n_enduser_queries=10, n_lay_queries=0), seed).tickets
 
 
 def where_time_goes(bundle: Path, n: int, out: Path) -> dict[str, float]:
@@ -80,11 +80,8 @@ def main() -> None:
         build = timed("index build", cold([*CLI, "index", "build", "--tickets", str(scratch / "tickets.csv"), "--model",
                                            str(args.model), "--index", str(index)]))
         if args.add:
-            tickets(args.add, 29, "NEW-").write_csv(scratch / "new.csv")
-            added = timed("index add", cold([*CLI, "index", "add", str(scratch / "new.csv"), "--model", str(args.model),
-                                             "--index", str(index)]))
-        search = timed("search", cold([*CLI, "search", "--model", str(args.model), "--index", str(index), "--subject",
-                                       "pump getting hot", "--description", "bearing noise since monday", "--json"]))
+            added = timed("index add", index_add(args.model, index, args.add, scratch))
+        search = cold_search(args.model, index)
         loaded = TicketIndex.load(index)
         size, dims = len(loaded), loaded.vectors.d
     print(f"\n{args.model}: {scorer.variant.channels} on {len(scorer.variant.levels)} level pair(s), {passes} encoder "
@@ -100,7 +97,8 @@ def main() -> None:
         rows.append((f"index add of {args.add:,} (a new process)", f"{args.add:,} into {args.tickets:,}", f"{added.seconds:,.1f}",
                      f"{added.cpu:,.0f}", f"{args.add / added.seconds:.1f}", f"{added.peak_rss / 1e6:,.0f}",
                      goal("add", args.tickets, added.seconds) if args.add == 1000 else "the goal adds 1,000"))
-    rows.append(("cold search of the result", f"{size:,}", f"{search.seconds:.2f}", f"{search.cpu:.1f}", "", f"{search.peak_rss / 1e6:,.0f}", ""))
+    rows.append(("cold search of the result", f"{size:,}", f"{search.seconds:.2f}", f"{search.cpu:.1f}", "",
+                 f"{search.peak_rss / 1e6:,.0f}", ""))
     print(table(("step", "tickets", "s", "CPU s", "tickets/s", "peak RSS MB", "goal"), rows))
 
 
