@@ -42,6 +42,8 @@ from ticketsim.config import (
     CharBLSTMConfig,
     DocNADETrainConfig,
     EncoderConfig,
+    GraphConfig,
+    IndexConfig,
     LDAConfig,
     SentenceConfig,
     SiameseParams,
@@ -282,26 +284,28 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
 
 
 # ------------------------------------------------------------------------------------------ an index at any size
-def tile(source: Path, n: int, target: Path, rng: np.random.Generator) -> float:
+def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: GraphConfig = IndexConfig.graph) -> float:
     """The index at `source` as `n` tickets at `target`, appended to itself by the index's own writer until it holds n
-    (seconds): its tickets over and over under new ids, texts and tokens as they are (BM25's postings and every file
-    are the real ones at full size), vectors with noise that puts two copies of a ticket as far apart as a ticket is
-    from its nearest neighbour (the median): more tickets of the same kinds, not clones."""
+    (seconds): its tickets over and over under new ids (copies), every file real at full size; a graph as `graph` says."""
     started = time.perf_counter()
     shutil.copytree(source, target)
     base = TicketIndex.load(source)
-    vectors, frame = np.asarray(base.vectors.array, np.float32), base.tickets
-    nearest = float(np.median(base.vectors.search(vectors, 2)[0][:, 1]))
-    noise = nearest * np.sqrt(np.pi) / (2 * vectors.shape[1])   # E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies
     size = len(base)
     while size < n:
-        positions = np.arange(size, min(n, 2 * size))
-        rows = positions % len(base)
-        copies = pl.Series((positions // len(base)).astype(str))
-        new = frame[rows].with_columns(ticket_id=pl.col("ticket_id") + "~" + copies)
-        noisy = vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32)
-        size = len(append(target, base.model_hash, Encoded(noisy, new)))
+        size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), rng), graph=graph))
     return time.perf_counter() - started
+
+
+def copies(base: TicketIndex, positions: np.ndarray, rng: np.random.Generator) -> Encoded:
+    """Tickets `positions` of an index tiled from `base`: its tickets again under new ids, texts and tokens as they are
+    (BM25 meets real postings), vectors with noise that puts two copies of a ticket as far apart as a ticket is from its
+    nearest neighbour (the median): more tickets of the same kinds, not clones."""
+    vectors = np.asarray(base.vectors.array, np.float32)
+    nearest = float(np.median(base.vectors.search(vectors, 2)[0][:, 1]))
+    noise = nearest * np.sqrt(np.pi) / (2 * vectors.shape[1])   # E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies
+    rows = positions % len(base)
+    new = base.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + "~" + pl.Series((positions // len(base)).astype(str)))
+    return Encoded(vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32), new)
 
 
 # ------------------------------------------------------------------------------------------------------ processes

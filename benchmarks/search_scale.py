@@ -1,14 +1,15 @@
 """Search and serving at any size, side by side in one run: a bundle's index tiled by the index's own writer to each of
 --sizes (benchmarks.common.tile: more tickets of the same kinds, every file real at full size), then at each size a cold
 `ticketsim search` (a new process: wall, CPU, peak RSS; the sizes in turns, the fastest of --repeat kept), exact top 10
-one query at a time in one process (p50, p95), the index's bytes per ticket on disk, the search page (`ticketsim serve`
+one query at a time in one process (p50, p95; exact below --graph-from tickets, through the index's graph from there on:
+benchmarks.approximate compares the two), the index's bytes per ticket on disk, the search page (`ticketsim serve`
 on --workers gunicorn workers: seconds until it answers; requests/s, p50, p95 and errors under --clients concurrent
 clients; the largest worker's RSS and the PSS of all its processes), and `ticketsim index add` of --add new tickets
 into the largest index, as a new process.
 
     python -m benchmarks.search_scale [--model models/default/bundle --index models/default/index | --tiny AL|SL]
                                       [--sizes 10000 100000 1000000] [--repeat 3] [--queries 50] [--requests 200]
-                                      [--clients 20] [--workers 2] [--add 1000] [--measure 200]
+                                      [--clients 20] [--workers 2] [--add 1000] [--measure 200] [--graph-from 300000]
 
 The index build (tokens, every channel, folding, topics) is timed on --measure generated tickets through the bundle and
 extrapolated per ticket to each size (said in the output). --tiny builds a tiny bundle here (benchmarks/common.py; AL:
@@ -21,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -42,7 +44,7 @@ from benchmarks.common import (
     train_parts,
 )
 from ticketsim.bundle.loader import Scorer
-from ticketsim.config import SyntheticConfig, load_params
+from ticketsim.config import IndexConfig, SyntheticConfig, load_params
 from ticketsim.data.synthetic import generate
 from ticketsim.search.index import TicketIndex, build_index, model_hash
 from ticketsim.search.queries import export_queries, query_encoder
@@ -79,7 +81,7 @@ def cold_search(bundle: Path, index: Path):
 
 
 def warm_seconds(bundle: Path, index: Path, queries: list[dict[str, str]]) -> list[float]:
-    """Seconds of each query's exact top 10, one at a time, in one process that loaded the index once (after one
+    """Seconds of each query's top 10, one at a time, in one process that loaded the index once (after one
     untimed query: what the index and the encoder load lazily)."""
     searcher = Searcher(query_encoder(bundle), TicketIndex.load(index), bundle)
     frames = [pl.DataFrame([{"query_id": str(i), **query}]) for i, query in enumerate(queries)]
@@ -137,6 +139,8 @@ def main() -> None:
     parser.add_argument("--startup", type=float, default=900.0, help="seconds the page may take to answer at all")
     parser.add_argument("--add", type=int, default=1000, help="new tickets given to `ticketsim index add` (0: none)")
     parser.add_argument("--measure", type=int, default=200, help="generated tickets the index build is timed on")
+    parser.add_argument("--graph-from", type=int, default=IndexConfig.graph.tickets,
+                        help="index.graph.tickets of the tiled indexes (default: the library's; 0: every search exact)")
     args = parser.parse_args()
     before = load_average()
     with tempfile.TemporaryDirectory(prefix="search-scale-") as scratch:
@@ -145,10 +149,11 @@ def main() -> None:
         per_ticket = build_seconds(bundle, args.measure, scratch / "measured")
         source = scratch / "measured" if args.tiny else args.index
         print(f"index build: {per_ticket * 1000:.2f} s per 1,000 tickets (measured on {args.measure})", flush=True)
-        folders, tiled = {}, {}
+        folders, tiled, searched = {}, {}, {}
         for n in sorted(args.sizes):
             folders[n] = scratch / f"tiled-{n}"
-            tiled[n] = tile(source, n, folders[n], np.random.default_rng(0))
+            tiled[n] = tile(source, n, folders[n], np.random.default_rng(0), replace(IndexConfig.graph, tickets=args.graph_from))
+            searched[n] = "graph" if TicketIndex.load(folders[n]).graph else "exact"
             print(f"tiled to {n:,} in {tiled[n]:.1f} s", flush=True)
         searches = alternate({n: partial(cold_search, bundle, folder) for n, folder in folders.items()}, args.repeat)
         fastest = {n: min(runs, key=lambda run: run.seconds) for n, runs in searches.items()}
@@ -164,9 +169,9 @@ def main() -> None:
     print(f"\n{bundle} ({'tiny ' + args.tiny if args.tiny else 'given'}; {base.vectors.d} folded dims, {base.vectors.precision}); "
           f"its index of {len(base):,} tickets tiled; cold search the fastest of {args.repeat} in turns; {args.queries} "
           f"end-user queries; load average before: {before}, after: {load_average()}\n")
-    print(table(("tickets", "tiled s", "build s (extrapolated)", "on disk MB", "B/ticket", "cold search s", "CPU s",
+    print(table(("tickets", "search", "tiled s", "build s (extrapolated)", "on disk MB", "B/ticket", "cold search s", "CPU s",
                  "peak RSS MB", "top 10 p50 ms", "p95 ms"),
-                [(f"{n:,}", f"{tiled[n]:.1f}", f"{per_ticket * n:,.0f}", f"{sum(disk[n].values()) / 1e6:,.1f}",
+                [(f"{n:,}", searched[n], f"{tiled[n]:.1f}", f"{per_ticket * n:,.0f}", f"{sum(disk[n].values()) / 1e6:,.1f}",
                   f"{sum(disk[n].values()) / n:,.0f}", f"{fastest[n].seconds:.2f}", f"{fastest[n].cpu:.2f}",
                   f"{fastest[n].peak_rss / 1e6:,.0f}", f"{warm[n][0] * 1000:.1f}", f"{warm[n][1] * 1000:.1f}") for n in folders]))
     smallest = min(folders)

@@ -23,7 +23,8 @@ def main() -> None:
         scorer, corpus = Scorer.load(args.bundle), Corpus.read(args.corpus)
         started = time.perf_counter()
         index = build_index(scorer, model_hash(args.bundle), corpus.tickets, args.out, cached=[ChannelVectors.load(args.sentence)],
-                            coherence=params.topics.coherence, precision=params.index.precision, force=True)
+                            coherence=params.topics.coherence, precision=params.index.precision, force=True,
+                            graph=params.index.graph)
         built = {"tickets": len(index), "dim": index.vectors.d, "precision": index.vectors.precision,
                  "bytes_per_ticket": index.vectors.array.itemsize * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}

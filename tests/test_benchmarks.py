@@ -1,6 +1,7 @@
 """What the benchmarks compute (benchmarks/), on tiny data: an index tiled to any size by its own writer, a cold search's
-own cost, `index add`, the page's figures under concurrent clients and a server's memory, channel S per backend and
-what it does to a ranking, a small clean clone and its stage commands, and the suite's CPU per test and per process."""
+own cost, `index add`, a graph's recall against the exact search, the page's figures under concurrent clients and a
+server's memory, channel S per backend and what it does to a ranking, a small clean clone and its stage commands, and
+the suite's CPU per test and per process."""
 import http.server
 import os
 import shutil
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from benchmarks import encoding, ingest, pipeline_time, search_scale
+from benchmarks import approximate, encoding, ingest, pipeline_time, search_scale
 from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -64,6 +65,22 @@ def test_a_cold_search_gives_its_own_time_cpu_and_peak_memory_and_index_add_grow
     assert 0 < found.cpu and 100e6 < found.peak_rss < 8e9
     added = search_scale.index_add(bundle, tmp_path / "index", 5, tmp_path)
     assert added.code == 0 and len(TicketIndex.load(tmp_path / "index")) == 85, added.output[-2000:]
+
+
+# ------------------------------------------------------------------------------------------------------- approximate
+def test_the_approximate_benchmark_sets_a_graphs_recall_and_time_beside_the_exact_search(tiny_index, monkeypatch, capsys):
+    bundle, index = tiny_index
+    monkeypatch.setattr(sys, "argv", ["approximate", "--model", str(bundle), "--index", str(index), "--sizes", "300",
+                                      "--breadths", "2", "64", "--queries", "6", "--add", "40"])
+    approximate.main()
+    printed = capsys.readouterr().out
+    rows = {size: [line.split(" | ") for line in printed.splitlines() if line.startswith(f"| {size} | ")]
+            for size in ("80 (its own)", "300 (tiled)")}
+    for size, (built, *walked) in rows.items():     # the graph's build, then one row per breadth
+        assert float(built[4]) > 0 and float(built[3].replace(",", "")) > TicketIndex.load(index).vectors.d * 4  # a float32 copy
+        recalls = {int(cells[1]): (float(cells[2]), float(cells[3])) for cells in walked}
+        assert set(recalls) == {2, 64} and recalls[64][0] >= 0.9 and 0 <= recalls[2][0] <= recalls[64][0] <= recalls[64][1]
+    assert "float16 vectors against float32 on the 80 tickets:" in printed and "of 6 top 10s in the same order" in printed
 
 
 # ------------------------------------------------------------------------------------------------------------ ingest

@@ -59,6 +59,11 @@ class Scored:
     def pair_scores(self) -> np.ndarray:
         return np.random.default_rng(0).random(self.pairs.height)
 
+    def scores_on(self, other) -> np.ndarray:
+        """Another view's pairs: right (by label) on the queries this model held out, upside down on every other."""
+        held_out = self.pairs.filter(pl.col("split") == "test")["query_id"]
+        return np.where(other.pairs["query_id"].is_in(held_out.implode()), 1, -1) * other.pairs["label"].to_numpy()
+
 
 @pytest.fixture
 def trained_on(monkeypatch) -> list[pl.DataFrame]:
@@ -85,6 +90,15 @@ def test_no_scored_query_is_trained_on_and_each_model_learns_from_n_of_its_pool(
     for bad, why in ((["lay"], "no pair has that split"), (["dev"], "the folds' own")):
         with pytest.raises(ConfigError, match=why):
             lc.trained_point(problem, FINAL, 6, seed=3, k=4, extra=bad)
+
+
+def test_a_shift_view_is_scored_by_each_folds_model_on_that_folds_held_out_queries_only(problem, trained_on):
+    view = replace(problem, pairs=problem.pairs.with_columns(source_rank=pl.lit(None, dtype=pl.Int32)))
+    _, figures = lc.trained_point(problem, FINAL, 6, seed=3, k=4, views={"later-year": view})
+    assert figures["later-year"] == 1.0     # each model is right on its own held-out queries, wrong on all the others
+    report = curve(problem, ["4"], seeds=[0], views={"later-year": view})
+    assert report["extra"] == ["shift", "later-year"] and report["curves"]["22"][0]["extra"]["later-year"]["mean"] == 1.0
+    assert "later-year" in report["lines"]["zero"]["extra"] and "later-year" not in report["lines"]["random"]["extra"]
 
 
 def curve(problem, sizes, **options) -> dict:

@@ -16,7 +16,7 @@ from ticketsim.search.fold import blocks, fold
 from ticketsim.search.index import IndexMismatch, TicketIndex, add_tickets, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
-from ticketsim.search.topk import exact_top_k
+from ticketsim.search.topk import top_k
 from ticketsim.search.vectors import TicketVectors
 
 
@@ -79,7 +79,7 @@ def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lex
         dense = np.abs(vectors.astype(np.float64) - query).sum(1)
         if i % 2:   # the words disagree with the meaning: the 100 densest share no word, so the first scan is too short
             lexical = np.where(np.argsort(np.argsort(dense)) < 100, 1.0, rng.random(300) / 10)
-        rows, totals = exact_top_k(index, query, k, order, lexical, lexical_weight)
+        rows, totals = top_k(index, query, k, order, lexical, lexical_weight)
         brute = dense + lexical_weight * lexical
         best = np.lexsort((order, brute))[:k]
         assert rows.tolist() == best.tolist() and np.allclose(totals, brute[best])

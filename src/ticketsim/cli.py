@@ -198,8 +198,8 @@ def search_commands(commands) -> Parsers:
     index = commands.add_parser("index", help="the search index of a knowledge base").add_subparsers(dest="action", required=True)
     build_parser = index.add_parser("build", help="index every ticket of a file with a bundle's weights")
     build_parser.add_argument("--tickets", required=True, help=".csv or .jsonl: ticket_id, subject, description, solution")
-    build_parser.add_argument("--precision", choices=("float32", "float16"), default="float32",
-                              help="of the stored vectors: float16 halves the index's bytes, near-ties may swap places")
+    build_parser.add_argument("--precision", choices=("float32", "float16"),
+                              help="of the stored vectors (default: index.precision): float16 halves their bytes, near-ties may swap")
     build_parser.add_argument("--force", action="store_true", help="replace the index the folder already holds")
     build_parser.set_defaults(run=workflow("search:build_index_command"))
     grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
@@ -233,7 +233,7 @@ def parser() -> argparse.ArgumentParser:
                     "params"):
         p[command].add_argument("--params", default="params.yaml")
     for command in ("build", "grow"):
-        p[command].add_argument("--params", help="the params file of encode.engine (default: params.yaml when there is one)")
+        p[command].add_argument("--params", help="the params file of encode.engine and index.* (default: params.yaml when there is one)")
     for command in ("validate", "build", "grow"):
         p[command].add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
                                 "mapping .yaml (docs/day-one.md); validate: instead of the dataset's own")

@@ -32,6 +32,7 @@ from ticketsim.config.schema import (
     FinetuneConfig,
     GateConfig,
     GateRule,
+    GraphConfig,
     IndexConfig,
     LDAConfig,
     MiningConfig,
@@ -59,7 +60,7 @@ from ticketsim.config.schema import (
 __all__ = [
     "RESEARCH", "SEMEVAL_FILES", "BM25Config", "ChannelRows", "CharBLSTMConfig", "ColumnMapping", "ComparatorsConfig",
     "ConfigError", "DatasetConfig", "DocNADETrainConfig", "EmbeddingConfig", "EncodeConfig", "EncoderConfig",
-    "EvaluationConfig", "FinetuneConfig", "GateConfig", "GateRule", "IndexConfig", "LDAConfig", "MiningConfig", "Params",
+    "EvaluationConfig", "FinetuneConfig", "GateConfig", "GateRule", "GraphConfig", "IndexConfig", "LDAConfig", "MiningConfig", "Params",
     "PrunerConfig", "RetrainConfig", "ReviewConfig", "SearchSpace", "SentenceConfig", "ServeConfig", "SiameseParams",
     "SyntheticConfig", "TextConfig", "TextLengths", "TopicVocabularyConfig", "TopicsConfig", "TrackingConfig", "TrainConfig",
     "TuneConfig", "VariantConfig", "Word2VecConfig", "build", "coerce", "csv_delimiter", "homes", "load_columns", "load_params",

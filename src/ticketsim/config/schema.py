@@ -434,10 +434,22 @@ class RetrainConfig:
 
 
 @dataclass(frozen=True)
+class GraphConfig:
+    """The approximate nearest-ticket graph a large index keeps (FAISS HNSW, ticketsim.search.graph; docs/scale.md)."""
+
+    tickets: int = param(300_000, "an index of at least this many tickets keeps a graph and searches through it, not "
+                                  "exactly (0: never)", low=0)
+    links: int = param(32, "HNSW's M: links per ticket (more: better recall, more bytes)", low=2)
+    build_breadth: int = param(80, "HNSW's efConstruction: candidates weighed when a ticket is linked", low=1)
+    breadth: int = param(128, "HNSW's efSearch: candidates a search visits (more: better recall, slower)", low=1)
+
+
+@dataclass(frozen=True)
 class IndexConfig:
-    """The search index of the index stage (ticketsim.search.index)."""
+    """The search index of the index stage and `ticketsim index build` (ticketsim.search.index)."""
 
     precision: Literal["float32", "float16"] = param("float32", "float16: half the bytes, near-ties may swap")
+    graph: GraphConfig = param(GraphConfig(), "the approximate graph of a large index")
 
 
 @dataclass(frozen=True)

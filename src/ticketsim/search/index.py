@@ -5,6 +5,8 @@ workers share one copy of it in the page cache:
 
 - vectors.npy: the tickets' folded vectors (float32, or float16 at half the bytes), searched exactly under L1
   (search/vectors.py);
+- graph.faiss, in an index of index.graph.tickets tickets or more: the vectors' HNSW graph, which a search walks for
+  its dense candidates instead of scanning them all (search/graph.py);
 - tickets.arrow: each ticket's texts, its parts' tokens and standardized topic activity (Arrow IPC), read by row;
 - BM25's postings and lengths (search/postings.py), from which channel L and every idf follow;
 - the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
@@ -32,13 +34,14 @@ import pyarrow as pa
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.coherence import cooccurrence, npmi_of_counts, topic_word_list
 from ticketsim.channels.lexical import TICKET_LEVEL
-from ticketsim.config import BM25Config, EncodeConfig, TopicsConfig
+from ticketsim.config import BM25Config, EncodeConfig, GraphConfig, IndexConfig, TopicsConfig
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
 from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import Block
 from ticketsim.search.generations import POINTER, current, next_generation, writable
+from ticketsim.search.graph import GraphVectors, write_graph
 from ticketsim.search.postings import Postings
 from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
 from ticketsim.search.sorted_strings import SortedStrings
@@ -151,20 +154,29 @@ class TicketIndex:
     order: np.ndarray           # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
     topic_words: tuple[str, ...]
     cooccurrence: np.ndarray    # of topic_words in the tickets (channels.coherence.cooccurrence)
+    graph_config: GraphConfig   # when the index keeps a graph, and how it is built and walked
+    graph: GraphVectors | None  # the vectors' graph, in an index of graph_config.tickets tickets or more
+
+    @property
+    def nearest(self) -> TicketVectors | GraphVectors:
+        """What finds a query's nearest vectors: the graph where there is one, else the exact scan."""
+        return self.vectors if self.graph is None else self.graph
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
         directory = Path(directory)
         generation, manifest = in_force(directory)
         layout = manifest["layout"]
-        bm25 = BM25Config(**manifest["bm25"])
+        bm25, graph = BM25Config(**manifest["bm25"]), GraphConfig(**manifest.get("graph", {}))
+        vectors = TicketVectors.load(generation / VECTORS)
         index = cls(directory, generation, manifest["model_hash"],
                     Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
-                    TicketVectors.load(generation / VECTORS), read_arrow(generation / TICKETS),
+                    vectors, read_arrow(generation / TICKETS),
                     tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), bm25,
                     manifest["coherence"], Postings.load(generation, bm25.k1, bm25.b), SortedStrings.load(generation / IDS),
                     np.load(generation / BY_ID, mmap_mode="r"), np.load(generation / ORDER, mmap_mode="r"),
-                    tuple(manifest["topic_words"]), np.load(generation / COOCCURRENCE))
+                    tuple(manifest["topic_words"]), np.load(generation / COOCCURRENCE), graph,
+                    GraphVectors.load(generation, vectors, graph))
         if not len(index) == index.table.num_rows == index.postings.tickets == manifest["tickets"]:
             raise StepError(f"{generation}: {len(index)} vectors, {index.table.num_rows} tickets, the manifest says "
                             f"{manifest['tickets']}: the generation is damaged; {REBUILD}")
@@ -211,23 +223,25 @@ class TicketIndex:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
     def generation_manifest(self) -> dict:
-        return generation_manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words)
+        return generation_manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words,
+                                      self.graph_config)
 
 
 def generation_manifest_of(bundle_hash: str, layout: Layout, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
-                coherence: float, topic_words: Sequence[str]) -> dict:
+                coherence: float, topic_words: Sequence[str], graph: GraphConfig) -> dict:
     """What a generation's manifest says beside its size (write_generation adds tickets, dim and precision)."""
     return {"format": FORMAT, "model_hash": bundle_hash,
             "layout": {"blocks": [asdict(b) for b in layout.blocks], "lexical_weight": layout.lexical_weight,
                        "constant": layout.constant},
             "topic_scale": [part.tolist() for part in topic_scale], "bm25": asdict(bm25), "coherence": coherence,
-            "topic_words": list(topic_words)}
+            "topic_words": list(topic_words), "graph": asdict(graph)}
 
 
-def write_generation(scratch: Path, manifest: dict, vectors: TicketVectors | None, table: pa.Table | None,
-                     postings: Postings, cooccurrence: np.ndarray, new: Encoded, precision: Precision) -> None:
-    """A whole generation in `scratch`: the stored tickets (vectors, table: None for none) followed by `new`;
-    `postings` and `cooccurrence` already count both."""
+def write_generation(scratch: Path, manifest: dict, previous: TicketIndex | None, postings: Postings, cooccurrence: np.ndarray,
+                     new: Encoded, precision: Precision) -> None:
+    """A whole generation in `scratch`: the tickets of `previous` (None: a new index) followed by `new`; `postings` and
+    `cooccurrence` already count both; the graph as the manifest says (the previous one's extended)."""
+    vectors, table = (None, None) if previous is None else (previous.vectors, previous.table)
     old_rows = 0 if vectors is None else vectors.ntotal
     out = np.lib.format.open_memmap(scratch / VECTORS, "w+", np.dtype(precision), (old_rows + len(new.vectors), new.vectors.shape[1]))
     for start in range(0, old_rows, CHUNK * 16):    # streamed: an index larger than memory is copied block by block
@@ -250,6 +264,7 @@ def write_generation(scratch: Path, manifest: dict, vectors: TicketVectors | Non
     np.save(scratch / ORDER, order)
     postings.save(scratch)
     np.save(scratch / COOCCURRENCE, cooccurrence)
+    write_graph(scratch, None if previous is None else previous.generation, vectors, new.vectors, GraphConfig(**manifest["graph"]))
     (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "tickets": len(ids), "dim": new.vectors.shape[1],
                                                 "precision": precision}) + "\n")
 
@@ -314,11 +329,12 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
 
 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: str | Path, cached: Sequence[ChannelVectors] = (),
-                coherence: float = TopicsConfig.coherence, precision: Precision = "float32",
-                engine: str = EncodeConfig.engine, force: bool = False) -> TicketIndex:
-    """An exact L1 index of every ticket at `out`, folded with the bundle's weights in force; cached: as Scorer.encode;
+                coherence: float = TopicsConfig.coherence, precision: Precision = IndexConfig.precision,
+                engine: str = EncodeConfig.engine, force: bool = False, graph: GraphConfig = IndexConfig.graph) -> TicketIndex:
+    """An L1 index of every ticket at `out`, folded with the bundle's weights in force; cached: as Scorer.encode;
     engine: where S is encoded (encode.engine); coherence: the NPMI a topic needs for a reason to name it
-    (topics.coherence); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (synthetic
+    (topics.coherence); graph: from what size the index keeps an approximate graph (index.graph; below it the search is
+    exact); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (synthetic
     end-user queries: 195 of 200 top 10s in the same order, all 200 with the same ten tickets, docs/performance.md),
     so it is chosen, not the default. A folder that holds an index is replaced only with `force`."""
     if tickets.is_empty():
@@ -329,10 +345,10 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
     new = Encoded(vectors, frame)
     documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
-    manifest = generation_manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words)
+    manifest = generation_manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words, graph)
     with next_generation(out) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
-        write_generation(scratch, manifest, None, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
+        write_generation(scratch, manifest, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
                          cooccurrence(words, documents)[0], new, precision)
     return TicketIndex.load(out)
 
@@ -358,16 +374,18 @@ def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, ticke
     return frame.height, append(directory, bundle_hash, Encoded(vectors, frame), tickets[ORIGIN] if ORIGIN in tickets.columns else None)
 
 
-def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Sequence[str] | None = None) -> TicketIndex:
-    """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after."""
+def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Sequence[str] | None = None,
+           graph: GraphConfig | None = None) -> TicketIndex:
+    """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after. graph: the
+    graph settings from this generation on (None: those in force)."""
     documents = new.documents()
     with next_generation(directory) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
         refuse_known(index, new.frame["ticket_id"], origins)
         counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
-        write_generation(scratch, index.generation_manifest(), index.vectors, index.table, index.postings.plus(documents), counts,
-                         new, index.vectors.precision)
+        manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
+        write_generation(scratch, manifest, index, index.postings.plus(documents), counts, new, index.vectors.precision)
     return TicketIndex.load(directory)
 
 

@@ -1,5 +1,5 @@
-"""Query texts -> the exact top-k tickets of a knowledge base, with their similarity (calibrated 1-5 where the model has
-a calibration, else the raw g) and the reasons for each.
+"""Query texts -> the top-k tickets of a knowledge base (exact; through its graph in a large index), with their
+similarity (calibrated 1-5 where the model has a calibration, else the raw g) and the reasons for each.
 
 One Searcher serves the command line, the MLflow model and the web page: a bundle (the model, its queries read by
 search/queries.py) and a TicketIndex whose vectors that bundle's weights folded (checked by hash when it loads).
@@ -23,7 +23,7 @@ from ticketsim.search.generations import current
 from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_generation_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
 from ticketsim.search.reasons import part_phrases, reasons, similarity_labels, standardized
-from ticketsim.search.topk import exact_top_k
+from ticketsim.search.topk import top_k
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -138,7 +138,7 @@ class Searcher:
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.postings.distances(words[i]) if layout.lexical_weight else None
-            rows, totals = exact_top_k(index.vectors, folded[i], k, index.order, lexical, layout.lexical_weight)
+            rows, totals = top_k(index.nearest, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
             found = index.rows(rows.tolist())
             fitted = self.queries.calibrator.fitted

@@ -1,4 +1,5 @@
-"""Exact top-k of total = ||Q - D||_1 + W_L d_L over a FAISS L1 index and BM25's lexical distances.
+"""Top-k of total = ||Q - D||_1 + W_L d_L over the index's vectors and BM25's lexical distances: exact over the
+vectors' scan, approximate over a large index's graph.
 
 A threshold algorithm (after Fagin's TA) reads the dense distances in sorted order from the index's vectors and the lexical ones
 by random access: BM25 scores every ticket of the pool at once, so each ticket's d_L is known before the scan. Take the
@@ -13,6 +14,9 @@ double: a deeper dense list raises the bounds.
 The textbook TA, which also reads the lexical list in sorted order and bounds every unseen ticket by the m-th values of
 both lists, needed up to 8 scans of the index for a top-10 over 1M tickets (docs/search.md): its one bound for all
 unseen tickets is loose when many tickets share the query's best words.
+
+Over a graph (search/graph.py) the m nearest are those its walk finds, so the m-th distance may be larger than the
+true one and a ticket the walk misses is missed: the top k is approximate, the totals of the tickets it lists exact.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from ticketsim.search.graph import GraphVectors
     from ticketsim.search.vectors import TicketVectors
 
 FIRST_CANDIDATES = 64   # m of the first scan (at least 4k)
@@ -28,8 +33,8 @@ SLACK = 1e-5            # relative: FAISS sums thousands of float32 terms, the e
 RESCORE_COST = 8        # exact rescoring in numpy costs about this many times FAISS's scan per ticket (benchmark: 5-7)
 
 
-def exact_top_k(index: TicketVectors, query: np.ndarray, k: int, order: np.ndarray, lexical: np.ndarray | None = None,
-                lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def top_k(index: TicketVectors | GraphVectors, query: np.ndarray, k: int, order: np.ndarray, lexical: np.ndarray | None = None,
+          lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(rows, totals) of the k tickets with the smallest total distance, best first; equal totals in `order`
     (each row's position in ticket-id order, as ScoreMatrix.top_k breaks ties). query: (d,) float64."""
     n = index.ntotal

@@ -38,7 +38,7 @@ def markdown(report: dict) -> str:
     for name, points in report["curves"].items():
         lines += [f"| {name} | {p['size']} | {pct(p['cv_map'])} | " + "".join(f"{pct(p['extra'][x])} | " for x in extra)
                   + f"{versus(p['vs_reference'])} |" for p in points]
-    lines += [f"| {name} (untrained) | 0 | {pct(line['cv_map'])} | " + "".join(f"{pct(line['extra'][x])} | " for x in extra)
+    lines += [f"| {name} (untrained) | 0 | {pct(line['cv_map'])} | " + "".join(f"{pct(line['extra'].get(x))} | " for x in extra)
               + " |" for name, line in report["lines"].items()]
     return "\n".join(lines)
 

@@ -13,11 +13,13 @@ first n of the pool in an order seeded by (seed, fold), so for one seed and fold
 shows queries added, not another draw.
 
 Extra scored sets (`extra`, e.g. a shift split of queries phrased unlike train and dev): their pairs are never
-trained on; each fold's model scores them too and a seed's figure is the mean over its k models.
+trained on; each fold's model scores them too and a seed's figure is the mean over its k models. Shift views (`views`,
+e.g. SemEval's later year: the same pairs, the tickets without their comment threads): each fold's model scores its
+own held-out queries in the view, a seed's figure the mean over its k models.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -84,25 +86,34 @@ def runnable(sizes: Sequence[str], smallest_pool: int) -> tuple[list[str], list[
     return fits, [s for s in sizes if s not in fits]
 
 
+def view_map(view: Prepared, scores: np.ndarray, queries: Collection[str]) -> float:
+    """Rerank MAP of the train + dev pairs of `queries` in a shift's view (view.pairs in data.pairs' order), by `scores`."""
+    mask = (view.pairs["split"].is_in(CHOICE_SPLITS) & view.pairs["query_id"].is_in(list(queries))).to_numpy()
+    return rerank_means(per_query(view.pairs.filter(mask), scores[mask], view.params.evaluation.depth))["map"]
+
+
 def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: int, k: int, extra: Sequence[str] = (),
-                  hidden: int | None = None, epochs: int | None = None,
-                  on_model: Callable[[], None] = lambda: None) -> tuple[pl.DataFrame, dict[str, float]]:
+                  hidden: int | None = None, epochs: int | None = None, on_model: Callable[[], None] = lambda: None,
+                  views: Mapping[str, Prepared] = {}) -> tuple[pl.DataFrame, dict[str, float]]:
     """One seed at one size: per_query of every train + dev query (column fold) from the model of its fold, trained on
-    n queries of that fold's pool, and each extra split's MAP averaged over the k models."""
+    n queries of that fold's pool, and each extra split's and each view's MAP averaged over the k models."""
     pairs, others = searched(data), extra_pairs(data, extra)
     folds, depth = query_folds(pairs["query_id"], k, seed), data.params.evaluation.depth
-    scored, extra_maps = [], {name: [] for name in extra}
+    scored, extra_maps = [], {name: [] for name in [*extra, *views]}
     for held_out, pool in enumerate(pools(data, k, seed)):
         chosen = sample_queries(pool, n, seed, held_out)
         relabelled = fold_pairs(pairs, folds, held_out)
         fold = pl.concat([relabelled.filter((pl.col("split") != "train") | pl.col("query_id").is_in(chosen)), others])
-        scores = train_variant(replace(data, pairs=fold), variant, seed, hidden, epochs).pair_scores()
+        model = train_variant(replace(data, pairs=fold), variant, seed, hidden, epochs)
+        scores = model.pair_scores()
         on_model()
         is_test = (fold["split"] == "test").to_numpy()
         scored.append(per_query(fold.filter(is_test), scores[is_test], depth).with_columns(fold=pl.lit(held_out)))
         for name in extra:
             mask = (fold["split"] == EXTRA + name).to_numpy()
             extra_maps[name].append(rerank_means(per_query(fold.filter(mask), scores[mask], depth))["map"])
+        for name, view in views.items():
+            extra_maps[name].append(view_map(view, model.scores_on(view), [q for q, f in folds.items() if f == held_out]))
     return pl.concat(scored), {name: float(np.mean(maps)) for name, maps in extra_maps.items()}
 
 
@@ -119,34 +130,39 @@ def untrained_point(data: Prepared, scores: np.ndarray, extra: Sequence[str] = (
 def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baselines: Mapping[str, np.ndarray],
                    sizes: Sequence[str], seeds: Sequence[int], k: int, extra: Sequence[str] = (),
                    reference: str | None = None, hidden: int | None = None, epochs: int | None = None,
-                   resamples: int = 10_000, on_model: Callable[[], None] = lambda: None) -> dict:
+                   resamples: int = 10_000, on_model: Callable[[], None] = lambda: None,
+                   views: Mapping[str, Prepared] = {}) -> dict:
     """The curve of each trained variant and the lines of the untrained methods (`baselines`: pair scores of
     data.pairs; a variant with labels: false joins them, trained once), as a JSON-ready report: CV MAP (and each extra
-    split's MAP) at each size as mean, std and values over the seeds; each point's paired test against `reference`
-    (a line's name) on each query's AP averaged over the seeds."""
+    split's and each view's MAP; a baseline has no view figure) at each size as mean, std and values over the seeds;
+    each point's paired test against `reference` (a line's name) on each query's AP averaged over the seeds."""
     for size in sizes:
         parse_size(size)
     pooled = pool_sizes(data, k, seeds)
     run, skipped = runnable(sizes, min(pooled))
     lines = {name: untrained_point(data, scores, extra) for name, scores in baselines.items()}
-    lines |= {name: untrained_point(data, train_variant(data, variant, seeds[0], hidden, epochs).pair_scores(), extra)
-              for name, variant in variants.items() if not variant.labels}
+    everyone = searched(data)["query_id"].unique()
+    for name, variant in ((n, v) for n, v in variants.items() if not v.labels):
+        model = train_variant(data, variant, seeds[0], hidden, epochs)
+        by_query, maps = untrained_point(data, model.pair_scores(), extra)
+        lines[name] = by_query, maps | {v: view_map(view, model.scores_on(view), everyone) for v, view in views.items()}
     if reference is not None and reference not in lines:
         raise ConfigError(f"reference {reference!r}: not an untrained line (have: {', '.join(lines)})")
     curves = {}
     for name, variant in ((n, v) for n, v in variants.items() if v.labels):
         points = []
         for size in run:
-            runs = [trained_point(data, variant, parse_size(size), seed, k, extra, hidden, epochs, on_model) for seed in seeds]
+            runs = [trained_point(data, variant, parse_size(size), seed, k, extra, hidden, epochs, on_model, views)
+                    for seed in seeds]
             ap = mean_ap([by_query for by_query, _ in runs])
             points.append({"size": size, "queries": parse_size(size) or float(np.mean(pooled)),
                            "cv_map": spread([rerank_means(by_query)["map"] for by_query, _ in runs]),
-                           "extra": {split: spread([maps[split] for _, maps in runs]) for split in extra},
+                           "extra": {split: spread([maps[split] for _, maps in runs]) for split in [*extra, *views]},
                            "query_ap": none_for_nan(ap),
                            "vs_reference": paired_test(ap, mean_ap([lines[reference][0]]), n=resamples) if reference else None})
         curves[name] = points
     return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
-            "sizes": run, "skipped": skipped, "extra": list(extra), "reference": reference, "curves": curves,
+            "sizes": run, "skipped": skipped, "extra": [*extra, *views], "reference": reference, "curves": curves,
             "lines": {name: {"cv_map": rerank_means(by_query)["map"], "extra": maps, "query_ap": none_for_nan(mean_ap([by_query]))}
                       for name, (by_query, maps) in lines.items()}}
 

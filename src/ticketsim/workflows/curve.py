@@ -14,6 +14,7 @@ from ticketsim.errors import OK, StepError
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.learning_curve import SIZES, learning_curve, parse_size, pool_sizes, runnable
 from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
+from ticketsim.training.shift import shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
@@ -21,7 +22,8 @@ def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: lis
                   folds: int, extra: list[str], reference: str | None, epochs: int | None, out: Path | None,
                   plot: Path | None, no_mlflow: bool) -> int:
     """CV MAP of the trained `variants` on `sizes` judged queries (default SIZES), beside BM25, S's zero-shot row and the
-    label-free variants; each point tested against `reference` (default: the first label-free variant, else S's row)."""
+    label-free variants, with the `extra` splits' MAP and the dataset's shift views' (SemEval's later year); each point
+    tested against `reference` (default: the first label-free variant, else S's row)."""
     started = time.perf_counter()
     sizes = sizes or SIZES
     for size in sizes:
@@ -38,8 +40,8 @@ def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: lis
     run = runnable(sizes, min(pool_sizes(problem, folds, seeds)))[0]
     models = sum(v.labels for v in configurations.values()) * len(run) * len(seeds) * folds
     with tqdm(total=models, desc="curve", unit="model") as bar:
-        report = learning_curve(problem, configurations, baselines, sizes, seeds, folds, extra, reference,
-                                epochs=epochs, on_model=lambda: bar.update(1))
+        report = learning_curve(problem, configurations, baselines, sizes, seeds, folds, extra, reference, epochs=epochs,
+                                on_model=lambda: bar.update(1), views=shifts_of(problem, params.dataset(dataset).source).views)
     report = {"dataset": dataset, "command": " ".join(sys.argv), **report, "seconds": round(time.perf_counter() - started, 1)}
     table = write(report, out, plot)
     if not no_mlflow:

@@ -23,15 +23,16 @@ def workspace_params(params: str | None) -> Params:
     return load_params(params or "params.yaml") if params or Path("params.yaml").is_file() else Params(0, {})
 
 
-def build_index_command(params: str | None, model: str, index: str, tickets: str, columns: str | None, precision: str,
+def build_index_command(params: str | None, model: str, index: str, tickets: str, columns: str | None, precision: str | None,
                         force: bool, encoding: str | None, delimiter: str | None) -> int:
-    """Every ticket of the file `tickets` indexed with the bundle's weights (`force`: the folder's index replaced)."""
+    """Every ticket of the file `tickets` indexed with the bundle's weights (`force`: the folder's index replaced;
+    precision None: index.precision)."""
     from ticketsim.bundle.loader import Scorer
     from ticketsim.search.index import build_index, model_hash
 
-    records = read_records(tickets, "tickets", columns, dialect=Dialect(encoding, delimiter))
-    built = build_index(Scorer.load(model), model_hash(model), records, index, precision=precision,
-                        engine=workspace_params(params).encode.engine, force=force)
+    records, settings = read_records(tickets, "tickets", columns, dialect=Dialect(encoding, delimiter)), workspace_params(params)
+    built = build_index(Scorer.load(model), model_hash(model), records, index, precision=precision or settings.index.precision,
+                        engine=settings.encode.engine, force=force, graph=settings.index.graph)
     print(f"indexed {len(built)} tickets ({built.vectors.d} dimensions) in {index} ({built.generation.name})")
     return OK
 
