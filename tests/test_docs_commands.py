@@ -105,6 +105,9 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --dataset default --variants Ac+L-relpos Ac+L-relpos-merged Ac+L-relpos-merged2 --folds 5 --seeds 0 1 2":
         "a minute of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files, tests/test_shift.py the rule that picks the cheaper configuration",
+    "python -m benchmarks.approximate --index my-index --sizes 1000000":
+        "a benchmark (the index tiled to a million tickets, its graph linked), not a test; tests/test_benchmarks.py runs it "
+        "on a tiny bundle",
     "python -m benchmarks.ingest --tickets 100000 --add 1000":
         "a benchmark (about 45 minutes at the goal's size), not a test; tests/test_benchmarks.py runs it on a tiny bundle",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":

@@ -154,7 +154,8 @@ def model_commands(commands) -> Parsers:
     curve.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     curve.add_argument("--folds", type=int, default=5)
     curve.add_argument("--extra", nargs="+", default=[], metavar="SPLIT",
-                       help="splits never trained on that every model scores too (a shift split)")
+                       help="splits never trained on that every model scores too (a shift split; SemEval's later "
+                            "year is scored without asking)")
     curve.add_argument("--reference", help="the untrained line each point is tested against (default: the first "
                                            "label-free variant, else S's zero-shot row)")
     curve.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own)")

@@ -334,9 +334,9 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     """An L1 index of every ticket at `out`, folded with the bundle's weights in force; cached: as Scorer.encode;
     engine: where S is encoded (encode.engine); coherence: the NPMI a topic needs for a reason to name it
     (topics.coherence); graph: from what size the index keeps an approximate graph (index.graph; below it the search is
-    exact); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (synthetic
-    end-user queries: 195 of 200 top 10s in the same order, all 200 with the same ten tickets, docs/performance.md),
-    so it is chosen, not the default. A folder that holds an index is replaced only with `force`."""
+    exact); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (the registered bundle's
+    200 end-user queries: 198 top 10s in the same order, all 200 with the same ten tickets, docs/performance.md), so it
+    is chosen, not the default. A folder that holds an index is replaced only with `force`."""
     if tickets.is_empty():
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     refuse_existing(out, force)
