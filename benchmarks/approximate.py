@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.common import copies, end_user_queries, load_average, percentiles, table, tile
+from benchmarks.common import copies, copy_noise, end_user_queries, load_average, percentiles, table, tile
 from ticketsim.config import GraphConfig, IndexConfig
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.index import TicketIndex, append
@@ -76,12 +76,13 @@ def tiled(source: Path, n: int, add: int, folder: Path, searcher_of, frames, bre
     """At n tickets tiled from `source`: the graph's build, exact and graph searches at each breadth, an addition."""
     base, rng, config = TicketIndex.load(source), np.random.default_rng(0), IndexConfig.graph
     tile(source, n - add, folder, rng, GraphConfig(tickets=0))
+    noise = copy_noise(base, rng)
     started = time.perf_counter()
-    index = append(folder, base.model_hash, copies(base, np.arange(n - add, n), rng), graph=replace(config, tickets=n))
+    index = append(folder, base.model_hash, copies(base, np.arange(n - add, n), noise, rng), graph=replace(config, tickets=n))
     linked = time.perf_counter() - started
     figures = compared(index, searcher_of, frames, breadths)
     started = time.perf_counter()
-    append(folder, base.model_hash, copies(base, np.arange(n, n + add), rng))
+    append(folder, base.model_hash, copies(base, np.arange(n, n + add), noise, rng))
     return {"linked": linked, "extended": time.perf_counter() - started, "graph_bytes": (index.generation / GRAPH).stat().st_size,
             **figures}
 

@@ -290,22 +290,27 @@ def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: Gr
     started = time.perf_counter()
     shutil.copytree(source, target)
     base = TicketIndex.load(source)
-    size = len(base)
+    size, noise = len(base), copy_noise(base, rng)
     while size < n:
-        size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), rng), graph=graph))
+        size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), noise, rng), graph=graph))
     return time.perf_counter() - started
 
 
-def copies(base: TicketIndex, positions: np.ndarray, rng: np.random.Generator) -> Encoded:
+def copy_noise(base: TicketIndex, rng: np.random.Generator, sample: int = 1000) -> float:
+    """The std of the noise on a copy's vector that puts two copies of a ticket as far apart as a ticket is from its
+    nearest neighbour (the median over a sample of `sample` tickets)."""
+    rows = np.sort(rng.choice(len(base), min(sample, len(base)), replace=False))
+    nearest = float(np.median(base.vectors.search(np.asarray(base.vectors.array[rows], np.float32), 2)[0][:, 1]))
+    return nearest * np.sqrt(np.pi) / (2 * base.vectors.d)     # E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies
+
+
+def copies(base: TicketIndex, positions: np.ndarray, noise: float, rng: np.random.Generator) -> Encoded:
     """Tickets `positions` of an index tiled from `base`: its tickets again under new ids, texts and tokens as they are
-    (BM25 meets real postings), vectors with noise that puts two copies of a ticket as far apart as a ticket is from its
-    nearest neighbour (the median): more tickets of the same kinds, not clones."""
-    vectors = np.asarray(base.vectors.array, np.float32)
-    nearest = float(np.median(base.vectors.search(vectors, 2)[0][:, 1]))
-    noise = nearest * np.sqrt(np.pi) / (2 * vectors.shape[1])   # E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies
+    (BM25 meets real postings), vectors with `noise` (copy_noise): more tickets of the same kinds, not clones."""
     rows = positions % len(base)
+    vectors = np.asarray(base.vectors.array[rows], np.float32)
     new = base.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + "~" + pl.Series((positions // len(base)).astype(str)))
-    return Encoded(vectors[rows] + rng.normal(0, noise, (len(rows), vectors.shape[1])).astype(np.float32), new)
+    return Encoded(vectors + rng.normal(0, noise, vectors.shape).astype(np.float32), new)
 
 
 # ------------------------------------------------------------------------------------------------------ processes
