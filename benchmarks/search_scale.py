@@ -9,7 +9,7 @@ into the largest index, as a new process.
 
     python -m benchmarks.search_scale [--model models/default/bundle --index models/default/index | --tiny AL|SL]
                                       [--sizes 10000 100000 1000000] [--repeat 3] [--queries 50] [--requests 200]
-                                      [--clients 20] [--workers 2] [--add 1000] [--measure 200] [--graph-from 300000]
+                                      [--clients 20] [--workers 2] [--add 1000] [--measure 200] [--graph-from 1000000]
 
 The index build (tokens, every channel, folding, topics) is timed on --measure generated tickets through the bundle and
 extrapolated per ticket to each size (said in the output). --tiny builds a tiny bundle here (benchmarks/common.py; AL:

@@ -437,11 +437,11 @@ class RetrainConfig:
 class GraphConfig:
     """The approximate nearest-ticket graph a large index keeps (FAISS HNSW, ticketsim.search.graph; docs/scale.md)."""
 
-    tickets: int = param(300_000, "an index of at least this many tickets keeps a graph and searches through it, not "
+    tickets: int = param(1_000_000, "an index of at least this many tickets keeps a graph and searches through it, not "
                                   "exactly (0: never)", low=0)
     links: int = param(32, "HNSW's M: links per ticket (more: better recall, more bytes)", low=2)
     build_breadth: int = param(80, "HNSW's efConstruction: candidates weighed when a ticket is linked", low=1)
-    breadth: int = param(128, "HNSW's efSearch: candidates a search visits (more: better recall, slower)", low=1)
+    breadth: int = param(256, "HNSW's efSearch: candidates a search visits (more: better recall, slower)", low=1)
 
 
 @dataclass(frozen=True)
