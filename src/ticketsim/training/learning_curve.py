@@ -19,7 +19,7 @@ own held-out queries in the view, a seed's figure the mean over its k models.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -27,7 +27,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_means
-from ticketsim.training.selection import fold_pairs, mean_ap, paired_test, per_query, query_folds
+from ticketsim.training.selection import fold_pairs, mean_ap, paired_test, per_query, query_folds, scored_under
 from ticketsim.training.selection_report import spread
 from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
 
@@ -86,12 +86,6 @@ def runnable(sizes: Sequence[str], smallest_pool: int) -> tuple[list[str], list[
     return fits, [s for s in sizes if s not in fits]
 
 
-def view_map(view: Prepared, scores: np.ndarray, queries: Collection[str]) -> float:
-    """Rerank MAP of the train + dev pairs of `queries` in a shift's view (view.pairs in data.pairs' order), by `scores`."""
-    mask = (view.pairs["split"].is_in(CHOICE_SPLITS) & view.pairs["query_id"].is_in(list(queries))).to_numpy()
-    return rerank_means(per_query(view.pairs.filter(mask), scores[mask], view.params.evaluation.depth))["map"]
-
-
 def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: int, k: int, extra: Sequence[str] = (),
                   hidden: int | None = None, epochs: int | None = None, on_model: Callable[[], None] = lambda: None,
                   views: Mapping[str, Prepared] = {}) -> tuple[pl.DataFrame, dict[str, float]]:
@@ -113,7 +107,7 @@ def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: i
             mask = (fold["split"] == EXTRA + name).to_numpy()
             extra_maps[name].append(rerank_means(per_query(fold.filter(mask), scores[mask], depth))["map"])
         for name, view in views.items():
-            extra_maps[name].append(view_map(view, model.scores_on(view), [q for q, f in folds.items() if f == held_out]))
+            extra_maps[name].append(rerank_means(scored_under(view, model, [q for q, f in folds.items() if f == held_out]))["map"])
     return pl.concat(scored), {name: float(np.mean(maps)) for name, maps in extra_maps.items()}
 
 
@@ -141,11 +135,11 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
     pooled = pool_sizes(data, k, seeds)
     run, skipped = runnable(sizes, min(pooled))
     lines = {name: untrained_point(data, scores, extra) for name, scores in baselines.items()}
-    everyone = searched(data)["query_id"].unique()
+    everyone = searched(data)["query_id"].unique().to_list()
     for name, variant in ((n, v) for n, v in variants.items() if not v.labels):
         model = train_variant(data, variant, seeds[0], hidden, epochs)
         by_query, maps = untrained_point(data, model.pair_scores(), extra)
-        lines[name] = by_query, maps | {v: view_map(view, model.scores_on(view), everyone) for v, view in views.items()}
+        lines[name] = by_query, maps | {v: rerank_means(scored_under(view, model, everyone))["map"] for v, view in views.items()}
     if reference is not None and reference not in lines:
         raise ConfigError(f"reference {reference!r}: not an untrained line (have: {', '.join(lines)})")
     curves = {}

@@ -17,7 +17,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -76,11 +76,17 @@ def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[
         trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
         runs[OWN].append(per_query(pairs.filter(scored), trained.pair_scores()[scored], depth))
-        held = pairs.filter(scored)["query_id"].unique().implode()
+        held = pairs.filter(scored)["query_id"].unique().to_list()
         for name, view in views.items():
-            seen = replace(view, pairs=view.pairs.filter(pl.col("query_id").is_in(held)))
-            runs[name].append(per_query(seen.pairs, trained.scores_on(seen), depth))
+            runs[name].append(scored_under(view, trained, held))
     return {name: pl.concat([run.with_columns(fold=pl.lit(f)) for f, run in enumerate(parts)]) for name, parts in runs.items()}
+
+
+def scored_under(view: Prepared, trained: TrainedVariant, queries: list[str]) -> pl.DataFrame:
+    """per_query of `queries` seen in a shift's view (e.g. training.shift.later_year(data)), scored by a trained model:
+    only their pairs are scored."""
+    seen = replace(view, pairs=view.pairs.filter(pl.col("query_id").is_in(queries)))
+    return per_query(seen.pairs, trained.scores_on(seen), view.params.evaluation.depth)
 
 
 def with_folds(by_query: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
