@@ -17,26 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
-from benchmarks.common import copies, copy_noise, end_user_queries, load_average, percentiles, table, tile
+from benchmarks.common import copies, copy_noise, end_user_queries, load_average, percentiles, searched_one_by_one, table, tile
 from ticketsim.config import GraphConfig, IndexConfig
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.index import TicketIndex, append
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.search.vectors import TicketVectors
-
-
-def ranked(searcher: Searcher, frames: list[pl.DataFrame]) -> tuple[list[list[str]], list[float]]:
-    """(each query's top 10 ticket ids, the seconds of each search), after one untimed search."""
-    searcher.search(frames[0], 10)
-    lists, seconds = [], []
-    for frame in frames:
-        started = time.perf_counter()
-        lists.append([hit.ticket_id for hit in searcher.search(frame, 10)[0].hits])
-        seconds.append(time.perf_counter() - started)
-    return lists, seconds
 
 
 def recall(exact: list[list[str]], found: list[list[str]]) -> float:
@@ -49,18 +37,18 @@ def sources(lists: list[list[str]]) -> list[list[str]]:
     return [[ticket_id.split("~")[0] for ticket_id in ids] for ids in lists]
 
 
-def compared(index: TicketIndex, searcher_of, frames: list[pl.DataFrame], breadths: list[int]) -> dict:
+def compared(index: TicketIndex, searcher_of, queries: list[dict[str, str]], breadths: list[int]) -> dict:
     """The exact search's p50 and p95, and at each breadth the graph's recall@10 by ticket and by source ticket, p50, p95."""
-    exact, exact_seconds = ranked(searcher_of(replace(index, graph=None)), frames)
+    exact, exact_seconds = searched_one_by_one(searcher_of(replace(index, graph=None)), queries)
     rows = []
     for breadth in breadths:
         index.graph.breadth = breadth
-        found, seconds = ranked(searcher_of(index), frames)
+        found, seconds = searched_one_by_one(searcher_of(index), queries)
         rows.append((breadth, recall(exact, found), recall(sources(exact), sources(found)), *percentiles(seconds)))
     return {"exact": percentiles(exact_seconds), "graph": rows}
 
 
-def own(source: Path, folder: Path, searcher_of, frames, breadths) -> dict:
+def own(source: Path, folder: Path, searcher_of, queries, breadths) -> dict:
     """The index as it is, its graph linked into `folder` (the index itself unchanged)."""
     base = TicketIndex.load(source)
     folder.mkdir()
@@ -69,18 +57,18 @@ def own(source: Path, folder: Path, searcher_of, frames, breadths) -> dict:
     linked = time.perf_counter() - started
     index = replace(base, graph=GraphVectors.load(folder, base.vectors, IndexConfig.graph))
     return {"linked": linked, "extended": None, "graph_bytes": (folder / GRAPH).stat().st_size,
-            **compared(index, searcher_of, frames, breadths)}
+            **compared(index, searcher_of, queries, breadths)}
 
 
-def tiled(source: Path, n: int, add: int, folder: Path, searcher_of, frames, breadths) -> dict:
+def tiled(source: Path, n: int, add: int, folder: Path, searcher_of, queries, breadths) -> dict:
     """At n tickets tiled from `source`: the graph's build, exact and graph searches at each breadth, an addition."""
     base, rng, config = TicketIndex.load(source), np.random.default_rng(0), IndexConfig.graph
-    tile(source, n - add, folder, rng, GraphConfig(tickets=0))
     noise = copy_noise(base, rng)
+    tile(source, n - add, folder, rng, GraphConfig(tickets=0), noise)
     started = time.perf_counter()
     index = append(folder, base.model_hash, copies(base, np.arange(n - add, n), noise, rng), graph=replace(config, tickets=n))
     linked = time.perf_counter() - started
-    figures = compared(index, searcher_of, frames, breadths)
+    figures = compared(index, searcher_of, queries, breadths)
     started = time.perf_counter()
     append(folder, base.model_hash, copies(base, np.arange(n, n + add), noise, rng))
     return {"linked": linked, "extended": time.perf_counter() - started, "graph_bytes": (index.generation / GRAPH).stat().st_size,
@@ -98,18 +86,18 @@ def main() -> None:
     args = parser.parse_args()
     before, base = load_average(), TicketIndex.load(args.index)
     encoder = query_encoder(args.model)
-    frames = [pl.DataFrame([{"query_id": str(i), **q}]) for i, q in enumerate(end_user_queries(args.queries))]
+    queries = end_user_queries(args.queries)
 
     def searcher_of(index: TicketIndex) -> Searcher:
         return Searcher(encoder, index, args.model)
 
-    full, _ = ranked(searcher_of(base), frames)
+    full, _ = searched_one_by_one(searcher_of(base), queries)
     half = replace(base, vectors=TicketVectors.of(np.asarray(base.vectors.array, np.float32), "float16"))
-    halved, _ = ranked(searcher_of(half), frames)
+    halved, _ = searched_one_by_one(searcher_of(half), queries)
     with tempfile.TemporaryDirectory(prefix="approximate-") as scratch:
-        figures = {f"{len(base):,} (its own)": own(args.index, Path(scratch) / "own", searcher_of, frames, args.breadths)}
+        figures = {f"{len(base):,} (its own)": own(args.index, Path(scratch) / "own", searcher_of, queries, args.breadths)}
         for n in sorted(args.sizes):
-            figures[f"{n:,} (tiled)"] = tiled(args.index, n, args.add, Path(scratch) / f"tiled-{n}", searcher_of, frames,
+            figures[f"{n:,} (tiled)"] = tiled(args.index, n, args.add, Path(scratch) / f"tiled-{n}", searcher_of, queries,
                                               args.breadths)
             print(f"{n:,}: tiled, its graph linked in {figures[f'{n:,} (tiled)']['linked']:.0f} s", flush=True)
     print(f"\n{args.model}: its index of {len(base):,} tickets ({base.vectors.d} dims) as it is, and tiled (copies of its "

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -61,6 +61,9 @@ from ticketsim.model.branches import BranchStart
 from ticketsim.model.saved import ENCODER, WEIGHTS, build_model, save_model
 from ticketsim.search.index import Encoded, TicketIndex, append
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
+
+if TYPE_CHECKING:
+    from ticketsim.search.searcher import Searcher
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
@@ -284,13 +287,15 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
 
 
 # ------------------------------------------------------------------------------------------ an index at any size
-def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: GraphConfig = IndexConfig.graph) -> float:
+def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: GraphConfig = IndexConfig.graph,
+         noise: float | None = None) -> float:
     """The index at `source` as `n` tickets at `target`, appended to itself by the index's own writer until it holds n
-    (seconds): its tickets over and over under new ids (copies), every file real at full size; a graph as `graph` says."""
+    (seconds): its tickets over and over under new ids (copies), every file real at full size; a graph as `graph` says;
+    noise: copy_noise(base), measured here where None."""
     started = time.perf_counter()
     shutil.copytree(source, target)
     base = TicketIndex.load(source)
-    size, noise = len(base), copy_noise(base, rng)
+    size, noise = len(base), copy_noise(base, rng) if noise is None else noise
     while size < n:
         size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), noise, rng), graph=graph))
     return time.perf_counter() - started
@@ -461,6 +466,19 @@ def get(url: str, timeout: float) -> tuple[float, int | str]:
     except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
         status = type(error).__name__
     return time.perf_counter() - started, status
+
+
+def searched_one_by_one(searcher: Searcher, queries: list[dict[str, str]], k: int = 10) -> tuple[list[list[str]], list[float]]:
+    """(each query's top k ticket ids, the seconds of each search), one query at a time, after one untimed search (what
+    the index and the encoder load lazily)."""
+    frames = [pl.DataFrame([{"query_id": str(i), **query}]) for i, query in enumerate(queries)]
+    searcher.search(frames[0], k)
+    lists, seconds = [], []
+    for frame in frames:
+        started = time.perf_counter()
+        lists.append([hit.ticket_id for hit in searcher.search(frame, k)[0].hits])
+        seconds.append(time.perf_counter() - started)
+    return lists, seconds
 
 
 def percentiles(seconds: Sequence[float]) -> tuple[float, float]:

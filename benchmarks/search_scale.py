@@ -38,6 +38,7 @@ from benchmarks.common import (
     memory,
     page_load,
     percentiles,
+    searched_one_by_one,
     serving,
     table,
     tile,
@@ -81,17 +82,8 @@ def cold_search(bundle: Path, index: Path):
 
 
 def warm_seconds(bundle: Path, index: Path, queries: list[dict[str, str]]) -> list[float]:
-    """Seconds of each query's top 10, one at a time, in one process that loaded the index once (after one
-    untimed query: what the index and the encoder load lazily)."""
-    searcher = Searcher(query_encoder(bundle), TicketIndex.load(index), bundle)
-    frames = [pl.DataFrame([{"query_id": str(i), **query}]) for i, query in enumerate(queries)]
-    searcher.search(frames[0], 10)
-    seconds = []
-    for frame in frames:
-        started = time.perf_counter()
-        searcher.search(frame, 10)
-        seconds.append(time.perf_counter() - started)
-    return seconds
+    """Seconds of each query's top 10, one at a time, in one process that loaded the index once (common.searched_one_by_one)."""
+    return searched_one_by_one(Searcher(query_encoder(bundle), TicketIndex.load(index), bundle), queries)[1]
 
 
 def disk_bytes(index: Path) -> dict[str, int]:
