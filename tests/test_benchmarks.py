@@ -148,13 +148,16 @@ def encoder(tmp_path_factory):
 
 
 def test_every_backend_encodes_the_same_passages_and_onnx_float32_gives_torchs_vectors(encoder, tmp_path):
-    rows, load, failed, first = encoding.speed_rows(["torch:1", "onnx:1", "int8:1"], str(encoder), str(tmp_path), "cpu")
+    other = tiny_encoder(tmp_path / "other", TEXTS * 20, seed=1, positions=256)
+    rows, load, failed, first, others = encoding.speed_rows(["torch:1", "onnx:1", "int8:1", f"torch:1@{other}"], str(encoder),
+                                                            str(tmp_path), "cpu")
+    assert others == {f"torch, 1 thread, {other}"}
     sets = encoding.text_sets(first, 12, 3)
     assert len(sets["ticket passages"]) == 12 and len(sets["long passages"]) == 3 and not failed
     found = encoding.timed_rounds(rows, sets["ticket passages"], 2)
     torch_own = "torch, 1 thread"
     assert set(found) == {torch_own, f"{torch_own}, batches in the texts' order", f"{torch_own}, tokenizer alone", "onnx, 1 thread",
-                          "int8, 1 thread"} and set(load) == {torch_own, "onnx, 1 thread", "int8, 1 thread"}
+                          "int8, 1 thread", *others} and set(load) == {torch_own, "onnx, 1 thread", "int8, 1 thread", *others}
     assert all(wall > 0 and cpu > 0 for wall, cpu, _ in found.values())
     reference = found[torch_own][2]
     assert reference.shape == (12, 16) and found[f"{torch_own}, tokenizer alone"][2] is None

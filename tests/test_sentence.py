@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, ChannelVectors, component_strings
-from ticketsim.channels.encoder_files import DEFAULT_MODEL, EncoderError, install_parts, package_folder
+from ticketsim.channels.encoder_files import DEFAULT_MODEL, EncoderError, encoder_size, install_parts, package_folder
 from ticketsim.channels.sentence import encode_texts, load_encoder, passages, sentence_vectors
 from ticketsim.data.tables import PAIR_SCHEMA, QUERY_SCHEMA, TICKET_SCHEMA, Corpus
 
@@ -130,3 +130,12 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(EncoderError, match="cannot load") as error:
         load_encoder(str(broken))
     assert_clear(error)
+
+
+def test_an_encoders_size_is_read_from_its_config_and_unknown_where_it_is_not_on_disk(tmp_path):
+    from benchmarks.common import tiny_encoder
+    tiny = tiny_encoder(tmp_path / "tiny", ["the pump leaks oil", "printer jams in tray 2"])
+    # 2 layers of width 16 with a feed-forward of 32: attention 4 h^2 and feed-forward 2 h i per layer
+    assert encoder_size(str(tiny)) == {"model": str(tiny), "weights": 2 * (4 * 16 * 16 + 2 * 16 * 32), "width": 16}
+    assert encoder_size(DEFAULT_MODEL)["weights"] == 6 * (4 * 384 ** 2 + 2 * 384 * 1536)    # all-MiniLM-L6-v2: 10.6M
+    assert encoder_size("nobody-has-this/sentence-model") is None and encoder_size(str(tmp_path / "missing")) is None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -50,6 +51,21 @@ def resolve_model(name: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE, 
                            f"'package:<pip package that ships one>' (default {DEFAULT_MODEL}), '{MPNET_PARTS}', "
                            "or a hub name such as sentence-transformers/all-MiniLM-L6-v2 (with sentence.download: true)")
     return name, False
+
+
+def encoder_size(name: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE) -> dict | None:
+    """What one pass of the encoder costs and what it writes, from its config.json: {"model", "weights": transformer weights
+    a word piece goes through (attention 4 h^2 and feed-forward 2 h i per layer; all-MiniLM-L6-v2 10.6M, all-mpnet-base-v2
+    84.9M), "width": h}. None where it is not on disk here (a hub name not fetched) or names no BERT-like sizes."""
+    try:
+        folder, local = resolve_model(name, encoder_cache)
+        config = json.loads((Path(folder) / "config.json").read_text()) if local else {}
+    except (EncoderError, OSError, ValueError):
+        return None
+    h, i, layers = (config.get(key) for key in ("hidden_size", "intermediate_size", "num_hidden_layers"))
+    if not all(isinstance(v, int) for v in (h, i, layers)):
+        return None
+    return {"model": name, "weights": layers * (4 * h * h + 2 * h * i), "width": h}
 
 
 def package_folder(package: str) -> Path:

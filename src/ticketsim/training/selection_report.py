@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
+from ticketsim.channels.encoder_files import encoder_size
 from ticketsim.config import Params, stage_paths
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
@@ -96,12 +97,25 @@ def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds
         for shift, run in shifts.scored(problem, model, scores).items():
             shift_runs[shift].append(run)
         bar.update(1)
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant, problem.params)
 
 
-def costing(variant) -> dict:
-    """What indexing a ticket costs under the configuration (model.branches.ticket_cost): shift.cheapest reads it."""
-    return {"cost": list(ticket_cost(metric_of(variant)))}
+def costing(variant, params: Params) -> dict:
+    """What indexing a ticket costs under the configuration: encoder passes and level blocks (model.branches.ticket_cost)
+    and the encoder that makes each pass (channel S's, F's start: encoder_files.encoder_size). judged prices them."""
+    return {"cost": list(ticket_cost(metric_of(variant))), "encoder": encoder_size(params.sentence.model, params.sentence.cache)}
+
+
+def prices(results: dict, names: list[str], encoder: dict | None = None) -> dict[str, tuple | None]:
+    """What indexing a ticket costs under each configuration, for shift.cheapest: (transformer weights a ticket's word
+    pieces go through, index dimensions): passes times the encoder's weights, level blocks times its width. A result
+    with no encoder recorded (a report that predates it) takes `encoder` (the merging workspace's); where one is still
+    unknown, every configuration is priced by (passes, blocks) alone, as when they share one encoder."""
+    costs = {name: results[name].get("cost") for name in names}
+    sizes = {name: results[name].get("encoder") or encoder for name in names}
+    if any(size is None for name, size in sizes.items() if costs[name]):
+        return {name: cost and tuple(cost) for name, cost in costs.items()}
+    return {name: cost and (cost[0] * sizes[name]["weights"], cost[1] * sizes[name]["width"]) for name, cost in costs.items()}
 
 
 def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
@@ -123,7 +137,7 @@ def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seed
             if CROSS_PART in shift_runs:
                 shift_runs[CROSS_PART].append(part_runs(cv_runs[-1], shifts.parts))
         bar.update(1 + folds * (i < cv_seeds))
-    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant)
+    return summary(cv_runs, dev_runs, "trained", time.perf_counter() - started, shift_runs) | costing(variant, problem.params)
 
 
 def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, folds: int, seeds: list[int],
@@ -155,10 +169,10 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
     return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
 
 
-def judged(results: dict, variants: list[str], reference: str, final: str, n: int) -> dict:
+def judged(results: dict, variants: list[str], reference: str, final: str, n: int, encoder: dict | None = None) -> dict:
     """Each trained configuration against the reference by CV and under each shift, shift.verdict of each, the best
-    (shift.choose), those that pass against the best, the choice (shift.cheapest), and siamese.final (its verdict is in
-    verdicts when it was compared)."""
+    (shift.choose), those that pass against the best, the choice (shift.cheapest, at `prices`), and siamese.final (its
+    verdict is in verdicts when it was compared)."""
     def against(figures: dict, ref: dict) -> dict:
         by_shift = {OWN: paired_test(figures["query_ap"], ref["query_ap"], n=n, seed=0)}
         return by_shift | {shift: paired_test(f["query_ap"], ref["shifts"][shift]["query_ap"], n=n, seed=0)
@@ -169,7 +183,7 @@ def judged(results: dict, variants: list[str], reference: str, final: str, n: in
     cv_map = {name: results[name]["cv_map"]["mean"] for name in tested}
     best = choose(cv_map, tested)
     against_best = {name: against(results[name], results[best]) for name in tested if verdicts[name] is None and name != best}
-    choice = best and cheapest(best, cv_map, against_best, {name: results[name].get("cost") for name in tested})
+    choice = best and cheapest(best, cv_map, against_best, prices(results, list(tested), encoder))
     return {"reference": reference, "against_reference": tested, "verdicts": verdicts, "final": final, "best": best,
             "against_best": against_best, "choice": choice}
 
@@ -189,9 +203,10 @@ def read_report(path: Path) -> dict:
     return report
 
 
-def merged(paths: list[Path], resamples: int) -> dict:
+def merged(paths: list[Path], resamples: int, encoder: dict | None = None) -> dict:
     """One report of several runs on the same data and folds: of the same configurations with different seeds (stacked),
-    or of different configurations with the same seeds (joined); the paired tests and the choice again, over them all."""
+    or of different configurations with the same seeds (joined); the paired tests and the choice again, over them all
+    (`encoder`: the one of a configuration whose report predates the encoder's record)."""
     reports = [read_report(path) for path in paths]
     first = reports[0]
     for path, report in zip(paths[1:], reports[1:]):
@@ -208,7 +223,7 @@ def merged(paths: list[Path], resamples: int) -> dict:
     return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": seeds, "cv_seeds": cv_seeds,
             "configurations": configurations,
             "tests": tests(configurations, trained_names, baselines, resamples) if cv_seeds else [],
-            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples)
+            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples, encoder)
             if cv_seeds and judgement else None,
             "seconds": sum(r["seconds"] for r in reports)}
 
@@ -242,7 +257,9 @@ def stacked(reports: list[dict]) -> tuple[dict, list[int], list[int]]:
 
     configurations = {name: {"kind": reports[0]["configurations"][name]["kind"], "cv_map": spread(values(name, "cv_map")),
                              "dev_map": spread(values(name, "dev_map")), "query_ap": query_ap(name), "shifts": shifts(name),
-                             "seconds": sum(r["configurations"][name]["seconds"] for r in reports)} for name in names}
+                             "seconds": sum(r["configurations"][name]["seconds"] for r in reports),
+                             **{key: reports[0]["configurations"][name][key] for key in ("cost", "encoder")
+                                if key in reports[0]["configurations"][name]}} for name in names}
     return configurations, [s for r in reports for s in r["seeds"]], seeds
 
 
@@ -304,8 +321,8 @@ def judgement_lines(judgement: dict | None, shifts: list[str]) -> list[str]:
               + f"{judgement['verdicts'][name] or 'may be registered'} |" for name, by_shift in judgement["against_reference"].items()]
     choice, best = judgement["choice"], judgement.get("best", judgement["choice"])
     lines += ["", f"Choice (above {reference} by CV at p < .05, significantly below it under no shift; of those not "
-              "significantly below the best such by CV anywhere, the one with the fewest encoder passes and level blocks "
-              "per ticket): " + (choice or f"none: register {reference}")
+              "significantly below the best such by CV anywhere, the one whose encoder passes weigh least per ticket, then "
+              "the fewest index dimensions): " + (choice or f"none: register {reference}")
               + ("" if choice == best else f" (the best by CV: {best})")]
     lines += [f"- {name} against {best}: " + ", ".join(f"{shift} {cell(t)}" for shift, t in by_shift.items())
               for name, by_shift in judgement.get("against_best", {}).items()]
