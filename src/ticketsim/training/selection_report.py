@@ -106,13 +106,13 @@ def costing(variant, params: Params) -> dict:
     return {"cost": list(ticket_cost(metric_of(variant))), "encoder": encoder_size(params.sentence.model, params.sentence.cache)}
 
 
-def prices(results: dict, names: list[str], encoder: dict | None = None) -> dict[str, tuple | None]:
+def prices(results: dict, names: list[str]) -> dict[str, tuple | None]:
     """What indexing a ticket costs under each configuration, for shift.cheapest: (transformer weights a ticket's word
-    pieces go through, index dimensions): passes times the encoder's weights, level blocks times its width. A result
-    with no encoder recorded (a report that predates it) takes `encoder` (the merging workspace's); where one is still
-    unknown, every configuration is priced by (passes, blocks) alone, as when they share one encoder."""
+    pieces go through, index dimensions): passes times the encoder's weights, level blocks times its width. Where an
+    encoder is unknown (a hub name not on disk, a report that predates its record), every configuration is priced by
+    (passes, blocks) alone, as when they share one encoder."""
     costs = {name: results[name].get("cost") for name in names}
-    sizes = {name: results[name].get("encoder") or encoder for name in names}
+    sizes = {name: results[name].get("encoder") for name in names}
     if any(size is None for name, size in sizes.items() if costs[name]):
         return {name: cost and tuple(cost) for name, cost in costs.items()}
     return {name: cost and (cost[0] * sizes[name]["weights"], cost[1] * sizes[name]["width"]) for name, cost in costs.items()}
@@ -169,7 +169,7 @@ def tests(results: dict, variants: list[str], baselines: list[str], n: int) -> l
     return [{"a": a, "b": b, **paired_test(results[a]["query_ap"], results[b]["query_ap"], n=n, seed=0)} for a, b in pairs]
 
 
-def judged(results: dict, variants: list[str], reference: str, final: str, n: int, encoder: dict | None = None) -> dict:
+def judged(results: dict, variants: list[str], reference: str, final: str, n: int) -> dict:
     """Each trained configuration against the reference by CV and under each shift, shift.verdict of each, the best
     (shift.choose), those that pass against the best, the choice (shift.cheapest, at `prices`), and siamese.final (its
     verdict is in verdicts when it was compared)."""
@@ -183,7 +183,7 @@ def judged(results: dict, variants: list[str], reference: str, final: str, n: in
     cv_map = {name: results[name]["cv_map"]["mean"] for name in tested}
     best = choose(cv_map, tested)
     against_best = {name: against(results[name], results[best]) for name in tested if verdicts[name] is None and name != best}
-    choice = best and cheapest(best, cv_map, against_best, prices(results, list(tested), encoder))
+    choice = best and cheapest(best, cv_map, against_best, prices(results, list(tested)))
     return {"reference": reference, "against_reference": tested, "verdicts": verdicts, "final": final, "best": best,
             "against_best": against_best, "choice": choice}
 
@@ -203,10 +203,11 @@ def read_report(path: Path) -> dict:
     return report
 
 
-def merged(paths: list[Path], resamples: int, encoder: dict | None = None) -> dict:
+def merged(paths: list[Path], resamples: int, params: Params | None = None) -> dict:
     """One report of several runs on the same data and folds: of the same configurations with different seeds (stacked),
-    or of different configurations with the same seeds (joined); the paired tests and the choice again, over them all
-    (`encoder`: the one of a configuration whose report predates the encoder's record)."""
+    or of different configurations with the same seeds (joined); the paired tests and the choice again, over them all.
+    A configuration of a report that predates its cost or encoder's record takes them from `params` (the merging
+    workspace's), where they name it."""
     reports = [read_report(path) for path in paths]
     first = reports[0]
     for path, report in zip(paths[1:], reports[1:]):
@@ -218,12 +219,16 @@ def merged(paths: list[Path], resamples: int, encoder: dict | None = None) -> di
         configurations, seeds, cv_seeds = joined(paths, reports)
     names = list(configurations)
     trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
+    known = {**params.siamese.variants, **params.siamese.finetuned} if params else {}
+    for name in trained_names:
+        if name in known:
+            configurations[name] = costing(known[name], params) | {k: v for k, v in configurations[name].items() if v is not None}
     baselines = [n for n in names if n not in trained_names]
     judgement = first.get("judgement")
     return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": seeds, "cv_seeds": cv_seeds,
             "configurations": configurations,
             "tests": tests(configurations, trained_names, baselines, resamples) if cv_seeds else [],
-            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples, encoder)
+            "judgement": judged(configurations, trained_names, judgement["reference"], judgement["final"], resamples)
             if cv_seeds and judgement else None,
             "seconds": sum(r["seconds"] for r in reports)}
 

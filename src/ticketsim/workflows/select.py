@@ -7,7 +7,6 @@ from pathlib import Path
 
 import torch
 
-from ticketsim.channels.encoder_files import encoder_size
 from ticketsim.config import load_params
 from ticketsim.data.tables import LAY
 from ticketsim.errors import OK, StepError
@@ -24,9 +23,8 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
     """Every configuration of `variants` (and siamese.unlabelled, the reference) cross-validated on the first `cv_seeds`
     seeds, trained per seed, scored under the dataset's shifts (and `cross`: another workspace's dataset); or, with
     `merge`, no training: one report of those reports."""
-    if merge:     # a configuration of a report that predates the encoder's record: the workspace's encoder, if it has params
-        sentence = load_params(workspace / "params.yaml").sentence if (workspace / "params.yaml").is_file() else None
-        write(merged(merge, resamples, sentence and encoder_size(sentence.model, sentence.cache)), out)
+    if merge:     # a configuration of a report that predates its cost's record: priced by the workspace's params, if any
+        write(merged(merge, resamples, load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None), out)
         return OK
     if not dataset or not variants:
         raise StepError("--dataset and --variants are required (or --merge)")
