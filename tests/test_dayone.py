@@ -1,7 +1,7 @@
 """Day one on a help desk's own export, of any size: every ready-made mapping's export shapes (tests/export_shapes.py) of
 1, 5 and 300 tickets are read as a tickets-only dataset and tokenized to plain words; the channels train on a knowledge
 base of one ticket and of five, shrinking what such a base cannot feed and saying so; `ticketsim validate --csv` checks a
-tickets-only folder. The docs' two day-one commands run as written on a 1-ticket and a 5-ticket export in
+tickets-only folder. The docs' two day-one commands run as written on a 1-ticket export in
 tests/test_tickets_only.py; reports/studies/dayone_exports.md ran them on every shape at every size.
 """
 import re

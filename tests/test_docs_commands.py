@@ -24,7 +24,7 @@ SEMEVAL_SWITCH = ("dvc exp run -S '+datasets.semeval={source: semeval2016, raw: 
                   "final: Fc+S+L-relpos}'")
 RUN_HERE = "run by tests/test_docs_commands.py"
 SEARCH_SCALE = "tests/test_benchmarks.py checks what it computes (a tiled index, a cold search, the page's figures) on a tiny bundle"
-TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on 1- and 5-ticket ServiceNow exports in clones)"
+TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on a 1-ticket ServiceNow export in a clone)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",

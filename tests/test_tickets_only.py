@@ -118,12 +118,12 @@ def test_a_stage_that_needs_labels_writes_its_outputs_empty_and_says_it_skipped(
 
 # ------------------------------------------------------------------------------------------------ the quick start
 def start_small_bases(root: Path) -> tuple[dict[int, Path], Job]:
-    """The quick start's first command as written, on a 1-ticket and a 5-ticket incident list without work notes (the
-    shape the servicenow mapping refused), each in its own clone with the default params, one after the other in one
-    job: stage processes on one core, so conftest starts them when the session's tests are collected and the rest
-    of the suite uses the other."""
+    """The quick start's first command as written, on a 1-ticket incident list without work notes (the shape the
+    servicenow mapping refused), in a clone with the default params, in one job: stage processes on one core, so
+    conftest starts it when the session's tests are collected and the rest of the suite uses the other. One ticket is
+    the harshest base; a base of five through the channels: test_dayone.py, in-process."""
     repos = {}
-    for size in (1, 5):
+    for size in (1,):
         repos[size] = repo = clone(root / f"repo-{size}")
         write_export(repo / "exports/mydesk", "servicenow-no-work-notes", size)
         for git in ("config user.email docs@test", "config user.name docs-test", "add -A", "commit -qm clone"):
@@ -135,7 +135,7 @@ def start_small_bases(root: Path) -> tuple[dict[int, Path], Job]:
 
 @pytest.mark.slow
 @pytest.mark.starts_early.with_args(start_small_bases)   # with_args: a lone callable would be marked itself
-def test_the_quick_start_runs_as_written_on_one_ticket_and_on_five_to_a_registered_searchable_model(started, tmp_path):
+def test_the_quick_start_runs_as_written_on_one_ticket_to_a_registered_searchable_model(started, tmp_path):
     """The day-one commands as the docs show them, with the default params: each run exits 0 through the fast path
     (no Siamese row), tune hands on the unlabelled final's weights, register says it has no quality figures, topics says
     what it shrank, `validate --tickets-only` counts the tickets, and the search lists every ticket of the base."""
@@ -148,7 +148,7 @@ def test_the_quick_start_runs_as_written_on_one_ticket_and_on_five_to_a_register
     said = job.log.read_text()
     parts = re.split(r"^=== (\d+) tickets: exit (\d+)$", said, flags=re.M)    # each run's output, then its size and exit
     runs = {int(size): (output, int(code)) for output, size, code in zip(parts[::3], parts[1::3], parts[2::3])}
-    assert {size: code for size, (_, code) in runs.items()} == {1: 0, 5: 0}, said[-8000:]
+    assert {size: code for size, (_, code) in runs.items()} == {1: 0}, said[-8000:]
     for size, repo in repos.items():
         output = runs[size][0]
         assert "Running stage 'siamese@mydesk'" not in output      # the fast path trains no Siamese row, labels or not
