@@ -221,8 +221,9 @@ def merged(paths: list[Path], resamples: int, params: Params | None = None) -> d
     trained_names = [n for n in names if configurations[n]["kind"] == "trained"]
     known = {**params.siamese.variants, **params.siamese.finetuned} if params else {}
     for name in trained_names:
-        if name in known:
-            configurations[name] = costing(known[name], params) | {k: v for k, v in configurations[name].items() if v is not None}
+        figures = configurations[name]
+        if name in known and (figures.get("cost") is None or figures.get("encoder") is None):
+            figures |= {k: v for k, v in costing(known[name], params).items() if figures.get(k) is None}
     baselines = [n for n in names if n not in trained_names]
     judgement = first.get("judgement")
     return {**first, "command": " | ".join(r["command"] for r in reports), "seeds": seeds, "cv_seeds": cv_seeds,
