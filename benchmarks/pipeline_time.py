@@ -1,7 +1,8 @@
 """The pipeline's time, the working tree beside a baseline revision in one run, each side in one clean clone: `dvc repro`
-of the fast path from nothing, then of the rest, then again with nothing to do; each stage's process again on its own
-(what a process costs around its work: interpreter, imports, params, the MLflow run); the speed goals no test asserts
-(a wall-clock limit fails on busy cores, not on slow code). Apart: the test suite's CPU, per test and per process.
+of the fast path from nothing, then of the rest, then again with nothing to do, with each stage's seconds within those
+runs; each stage's process again on its own (what a process costs around its work: interpreter, imports, params, the
+MLflow run); the speed goals no test asserts (a wall-clock limit fails on busy cores, not on slow code). Apart: the
+test suite's CPU, per test and per process.
 
     python -m benchmarks.pipeline_time repro [--baseline main] [--small | --params FILE] [--fast-target register@default]
                                              [--stages 2] [--goals] [--workdir DIR]
@@ -74,10 +75,23 @@ def shell(command: str, repo: Path, **env: str):
     return done
 
 
-def repro(repo: Path, target: str = "") -> tuple[float, int]:
-    """Seconds of `dvc repro [target]` and how many stages it ran."""
-    done = shell(f"{shlex.quote(sys.executable)} -m dvc repro {target}", repo)
-    return done.seconds, len(re.findall(r"^Running stage '", done.output, flags=re.MULTILINE))
+# Each line of dvc's output as it comes, after the seconds since the stamper started: when each stage began.
+STAMP = "import sys, time\nfor line in sys.stdin: print(f'{time.perf_counter():.2f} {line}', end='', flush=True)"
+STAGE_START = re.compile(r"^(\d+\.\d+) Running stage '([^']+)'", flags=re.MULTILINE)
+
+
+def repro(repo: Path, target: str = "") -> tuple[float, dict[str, float]]:
+    """Seconds of `dvc repro [target]`, and of each stage it ran (stage_times)."""
+    python = shlex.quote(sys.executable)
+    done = shell(f"set -o pipefail; {python} -m dvc repro {target} 2>&1 | {python} -u -c {shlex.quote(STAMP)}", repo)
+    return done.seconds, stage_times(done.output)
+
+
+def stage_times(stamped: str) -> dict[str, float]:
+    """Each stage's seconds in a stamped `dvc repro` output: from its start to the next one's, the last to the last line."""
+    starts = [(float(t), name) for t, name in STAGE_START.findall(stamped)]
+    end = float(stamped.strip().splitlines()[-1].split(" ", 1)[0]) if starts else 0.0
+    return {name: round(after - t, 1) for (t, name), after in zip(starts, [t for t, _ in starts[1:]] + [end])}
 
 
 def stage_commands(repo: Path) -> dict[str, str]:
@@ -122,7 +136,7 @@ def measure(revision: str | None, args: argparse.Namespace, workdir: Path) -> di
     repo = side(revision, workdir / re.sub(r"\W+", "-", label), args.params)
     found = {"fast": repro(repo, args.fast_target), "rest": repro(repo), "no-op": repro(repo)}
     for name, (seconds, ran) in found.items():
-        print(f"{label}: {name} {seconds:.1f} s, {ran} stages", flush=True)
+        print(f"{label}: {name} {seconds:.1f} s, {len(ran)} stages", flush=True)
     found["stages"] = stage_seconds(repo, args.stages) if args.stages else {}
     found["goals"] = goals(repo, args.trials) if args.goals else []
     return found
@@ -131,11 +145,15 @@ def measure(revision: str | None, args: argparse.Namespace, workdir: Path) -> di
 def print_repro(sides: dict[str, dict], args: argparse.Namespace) -> None:
     names = list(sides)
     ratio = lambda key, f: f"{f(sides[names[-1]][key]) / f(sides[names[0]][key]):.2f}" if len(names) > 1 else "-"  # noqa: E731
-    rows = [(label, *(f"{s[key][0]:.1f} s ({s[key][1]} stages)" for s in sides.values()), ratio(key, lambda v: v[0]))
+    rows = [(label, *(f"{s[key][0]:.1f} s ({len(s[key][1])} stages)" for s in sides.values()), ratio(key, lambda v: v[0]))
             for key, label in (("fast", f"fast path: dvc repro {args.fast_target}"), ("rest", "the rest: dvc repro"),
                                ("no-op", "no-op: dvc repro, nothing changed"))]
     print(f"\nparams: {args.params}; load average at the end: {load_average()}\n")
     print(table(("dvc repro", *names, "after / before"), rows))
+    ran = {label: {**s["fast"][1], **s["rest"][1]} for label, s in sides.items()}    # a stage runs in one of the two
+    print("\nseconds of each stage within those runs (the fast path's, then the rest's)\n")
+    print(table(("stage", *names), [(stage, *(ran[label].get(stage, "-") for label in names))
+                                    for stage in dict.fromkeys(n for r in ran.values() for n in r)]))
     if args.stages:
         stages = list(dict.fromkeys(name for s in sides.values() for name in s["stages"]))
         cell = lambda s, name: f"{s['stages'][name]:.1f}" if name in s["stages"] else "-"  # noqa: E731

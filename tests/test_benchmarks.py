@@ -177,6 +177,13 @@ def test_a_small_clean_clone_of_a_revision_has_no_outputs_and_small_params(tmp_p
     assert commands["prepare@default"].startswith("python stages/prepare.py default")
 
 
+def test_each_stage_runs_from_its_start_to_the_next_stage_start_and_the_last_to_the_last_line():
+    stamped = ("0.50 Running stage 'sources@default':\n0.60 > python stages/sources.py\n2.00 \n"
+               "2.25 Running stage 'prepare@default':\n9.75 Updating lock file 'dvc.lock'\n")
+    assert pipeline_time.stage_times(stamped) == {"sources@default": 1.8, "prepare@default": 7.5}
+    assert pipeline_time.stage_times("0.40 Data and pipelines are up to date.\n") == {}
+
+
 def test_a_process_is_named_by_its_script_or_module_and_first_argument():
     assert pipeline_time.process_name(["/repo/stages/prepare.py", "default", "--x"]) == "stages/prepare.py default"
     assert pipeline_time.process_name(["/usr/bin/dvc", "repro", "x"]) == "dvc repro"
