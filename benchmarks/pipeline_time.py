@@ -150,7 +150,7 @@ def print_repro(sides: dict[str, dict], args: argparse.Namespace) -> None:
                                ("no-op", "no-op: dvc repro, nothing changed"))]
     print(f"\nparams: {args.params}; load average at the end: {load_average()}\n")
     print(table(("dvc repro", *names, "after / before"), rows))
-    ran = {label: {**s["fast"][1], **s["rest"][1]} for label, s in sides.items()}    # a stage runs in one of the two
+    ran = {label: {**s["fast"][1], **s["rest"][1]} for label, s in sides.items()}   # sources (always changed): the rest's
     print("\nseconds of each stage within those runs (the fast path's, then the rest's)\n")
     print(table(("stage", *names), [(stage, *(ran[label].get(stage, "-") for label in names))
                                     for stage in dict.fromkeys(n for r in ran.values() for n in r)]))
