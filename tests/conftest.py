@@ -140,9 +140,8 @@ def waits(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that wait for a job started at collection run last, and of the others the slow ones first, so that the
-    two workers end together (the same order in every worker, as xdist needs)."""
-    items.sort(key=lambda item: (waits(item), item.get_closest_marker("slow") is None))
+    """The tests that wait for a job started at collection run last (the same order in every worker, as xdist needs)."""
+    items.sort(key=waits)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
