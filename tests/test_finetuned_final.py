@@ -27,7 +27,7 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
     def change(params: dict) -> None:
         params["siamese"]["final"] = FINAL
         params["siamese"]["encoder"]["model"] = str(start)
-        params["tune"].update(n_trials=3, folds=3)
+        params["tune"].update(n_trials=2, folds=3)   # folds: its least
     edit_params(ws, change)
 
     done = run("dvc", "repro", "register@default", cwd=ws).stdout
@@ -36,7 +36,7 @@ def test_siamese_final_may_fine_tune_the_encoder_through_tune_final_bundle_index
 
     tuned = yaml.safe_load((ws / "tuned/default.yaml").read_text())
     assert set(tuned["channels"]) == {"F", "S", "L"} and tuned["loss"] == "contrastive" and tuned["rel"] == "positive"
-    assert json.loads((ws / "metrics/default/tune.json").read_text())["trials"]["complete"] == 3
+    assert json.loads((ws / "metrics/default/tune.json").read_text())["trials"]["complete"] == 2
     assert f"#{FINAL}-tuned" in json.dumps(json.loads((ws / "metrics/default/final.json").read_text()))
     # the index holds the tickets as the fine-tuned F encodes them (the tiny encoder's width) beside channel S's vectors
     before, after = (read_generation_manifest(w / "models/default/index") for w in (repro_workspace, ws))

@@ -1,6 +1,6 @@
 """benchmarks/gpu_check.py runs where only torch, transformers, sentence-transformers and numpy are installed: here,
 tiny, in a process where polars, MLflow, DVC and the project's other heavy imports cannot load; and the commands the
-docs show for it (a float16 copy of MiniLM, then the check on it) run as shown, smaller."""
+docs show for it run as shown: the float16 copy of MiniLM, and the check, smaller, on a tiny encoder's copy."""
 import subprocess
 import sys
 from pathlib import Path
@@ -56,5 +56,4 @@ def test_the_documented_commands_copy_minilm_as_float16_and_check_it(tmp_path):
     done = subprocess.run([sys.executable, *HALF.replace("minilm-fp16", str(copy)).split()[1:]], capture_output=True, text=True,
                           cwd=REPO)
     assert done.returncode == 0 and "MB, float16 weights; vectors within" in done.stdout, done.stderr[-3000:]
-    assert 40e6 < (copy / "model.safetensors").stat().st_size < 50e6
-    check_output(bare(smaller(copy, 12, 4, 4)), 12, 4)
+    assert 40e6 < (copy / "model.safetensors").stat().st_size < 50e6   # the check on a copy: the test above, on a tiny one
