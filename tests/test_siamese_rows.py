@@ -85,8 +85,7 @@ def test_each_row_names_its_results_block_and_table5_orders_by_it(dataset, tmp_p
 
 
 def test_a_failing_job_raises_its_error_after_the_others():
-    assert sorted(side_by_side(operator.add, 10, [1, 2, 3], workers=2)) == [(1, 11), (2, 12), (3, 13)]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError):     # what the jobs return on two workers: the test above
         list(side_by_side(operator.add, 10, [1, "two", 3], workers=2))
 
 
