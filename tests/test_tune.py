@@ -1,6 +1,7 @@
 """The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs;
 the default objective cv_map (no query scored by a model that saw it, trial 0 the learned weights)."""
 import os
+import warnings
 from dataclasses import replace
 
 import mlflow
@@ -251,7 +252,8 @@ def learned_mean(models) -> dict[str, float]:
 
 def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_starts_from_the_learned_weights(
         tmp_path, corpus_and_tokens, monkeypatch):
-    params = cv_params(tmp_path)
+    far = SearchSpace(channels={"A": (5.0, 8.0), "L": (3.0, 4.0)}, levels=dict.fromkeys(MULTI, (0.9, 1.0)))   # from trial 0
+    params = cv_params(tmp_path, ranges=far)
     problem = cv_problem(params, *corpus_and_tokens)
     queries = sorted(set(problem.pairs["query_id"]))
     seen, scored, vectors, per_trial, built = {}, {}, {}, [], []   # keyed by the fold model itself
@@ -273,7 +275,9 @@ def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_star
     for name, wrapper in (("train_variant", train), ("model_vectors", kept), ("per_query", per_query)):
         monkeypatch.setattr(rescore_module, name, wrapper)
     monkeypatch.setattr(tuner_module, "fold_models", lambda *args: built.append(fold_models(*args)) or built[-1])
-    study = run_study(problem, params.tune, "cv")
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        study = run_study(problem, params.tune, "cv")
 
     assert len(seen) == len(scored) == params.tune.folds    # one model per fold, trained once for all the trials
     for model, pairs in scored.items():
@@ -296,6 +300,12 @@ def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_star
     first = study.trials[0]
     assert first.user_attrs["final"] and first.params == pytest.approx(learned_mean(seen))
     assert first.params != pytest.approx(trial_params(ADAPTED, 8, params.tune))
+    # it lies outside the ranges: each is widened to take it in, so Optuna fixes it as it is and TPE searches there too
+    ranges = far.channels | far.levels
+    assert not any(ranges[name[2:]][0] <= value <= ranges[name[2:]][1] for name, value in first.params.items())
+    assert all(trial.distributions[name].low <= value <= trial.distributions[name].high
+               for trial in study.trials for name, value in first.params.items())
+    assert not [w for w in warned if "out of range" in str(w.message)]
 
 
 @pytest.mark.slow

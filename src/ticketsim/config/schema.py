@@ -482,6 +482,12 @@ class SearchSpace:
     channels: dict[str, tuple[float, ...]] = param(MISSING, "channel -> [low, high] (tpe) or the values (grid)")
     levels: dict[str, tuple[float, ...]] = param(MISSING, "level pair -> [low, high] (tpe) or the values (grid)")
 
+    def covering(self, variant: VariantConfig) -> SearchSpace:
+        """The [low, high] ranges widened to take in `variant`'s weights (tpe's trial 0)."""
+        def widened(ranges: dict[str, tuple[float, ...]], weights: dict[str, float]) -> dict[str, tuple[float, ...]]:
+            return {k: (min(low, weights.get(k, low)), max(high, weights.get(k, high))) for k, (low, high) in ranges.items()}
+        return SearchSpace(widened(self.channels, variant.channels), widened(self.levels, variant.levels))
+
 
 @dataclass(frozen=True)
 class TuneConfig:
@@ -503,7 +509,8 @@ class TuneConfig:
         channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0), "S": (0.0, 8.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)}),
-        "[low, high] per weight (tpe); trial 0, the final's own weights, must lie inside")
+        "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with objective cv_map "
+        "those its fold models learned")
     grid: SearchSpace = param(SearchSpace(
         channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
         levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),

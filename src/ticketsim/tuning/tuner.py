@@ -189,6 +189,8 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
     if cfg.sampler == "tpe" and created and cfg.objective != "cv_map":  # at once: workers of other launches may be taking trials
         queue(problem.final)
     problem, default = trial_problem(problem, cfg, base_model)
+    if cfg.sampler == "tpe":    # the fold models may learn weights beyond the ranges: TPE searches where trial 0 lies too
+        cfg = replace(cfg, ranges=cfg.ranges.covering(default))
     if cfg.sampler == "tpe" and cfg.objective == "cv_map":
         # Known once the fold models are trained, by every launch alike: a launch resuming a study whose first launch
         # died while they trained queues it then; Optuna skips it where it is queued or run already.
