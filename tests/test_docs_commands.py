@@ -69,6 +69,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a trained bundle: tests/test_search_cli.py runs `index build` on a small one",
     "ticketsim index add new-tickets.csv [--model models/default/bundle] [--index models/default/index]":
         "a synopsis: tests/test_search_cli.py",
+    "ticketsim index rollback [--index models/default/index]":
+        "a synopsis: tests/test_index_store.py runs it on each kind of damaged index",
     'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" [-k 10] [--json]':
         "a synopsis: tests/test_search_cli.py",
     "ticketsim search --queries queries.csv": "needs a trained bundle: tests/test_search_cli.py runs it on a small one",

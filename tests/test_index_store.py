@@ -1,7 +1,10 @@
 """The index folder as a store: it opens without reading its tickets, writers take turns (two `ticketsim index add` at once
 both land), a writer killed at any step leaves the previous generation or the new one, `index build` replaces an index
-only with --force, and a server answers from tickets added while it runs."""
+only with --force, a server answers from tickets added while it runs, and a damaged file is one line naming it and the
+generation `ticketsim index rollback` puts in force instead (a page whose workers cannot load stops with it)."""
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from benchmarks.common import make_bundle
+from benchmarks.common import free_port, make_bundle
 
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
@@ -142,3 +145,98 @@ def test_the_page_answers_from_tickets_added_while_it_runs(store, tmp_path):
     assert new.frame["ticket_id"][0] in [hit["ticket_id"] for hit in after["hits"]]     # the same text: a top hit
     assert client.post("/api/feedback", json=judgment).status_code == 200
     assert len(searcher.index) == 61
+
+
+def damage_vectors(folder: Path) -> str:
+    vectors = folder / "gen-000002" / "vectors.npy"
+    os.truncate(vectors, vectors.stat().st_size // 2)
+    return f"{vectors}: cut short: "
+
+
+def damage_current(folder: Path) -> str:
+    (folder / POINTER).write_bytes(b"\xff\xfe\x00\x1b[2J gen")
+    return f"{folder / POINTER}: holds b'\\xff\\xfe\\x00\\x1b[2J gen', which names no generation"
+
+
+def damage_tickets(folder: Path) -> str:
+    (folder / "gen-000002" / "tickets.arrow").unlink()
+    return f"{folder / 'gen-000002' / 'tickets.arrow'}: missing"
+
+
+def escape_current(folder: Path) -> str:
+    (folder / POINTER).write_text("../gen-000001\n")
+    return f"{folder / POINTER}: holds b'../gen-000001\\n', which names no generation"
+
+
+def name_a_missing_generation(folder: Path) -> str:
+    (folder / POINTER).write_text("gen-000003\n")
+    return f"{folder / POINTER}: names gen-000003, which is missing"
+
+
+@pytest.fixture
+def two_generations(store, tmp_path) -> Path:
+    """A copy of the store's index with a second generation of 5 tickets more (gen-000002, 65 tickets)."""
+    folder = tmp_path / "index"
+    subprocess.run(["cp", "-a", str(store[1]), str(folder)], check=True)
+    index = TicketIndex.load(folder)
+    append(folder, index.model_hash, renamed(index, [0, 1, 2, 3, 4], "-new"))
+    return folder
+
+
+@pytest.mark.parametrize("damage, before", [(damage_vectors, "the generation before it, gen-000001 (60 tickets)"),
+                                            (damage_current, "the newest generation, gen-000002 (65 tickets)"),
+                                            (damage_tickets, "the generation before it, gen-000001 (60 tickets)"),
+                                            (escape_current, "the newest generation, gen-000002 (65 tickets)"),
+                                            (name_a_missing_generation, "the generation before it, gen-000002 (65 tickets)")])
+def test_a_damaged_index_is_one_line_naming_the_file_and_the_generation_that_rollback_puts_in_force(
+        store, two_generations, capsys, damage, before):
+    from ticketsim.cli import ERROR, OK, main
+
+    bundle, folder = store[0], two_generations
+    said = damage(folder)
+    where = ["--model", str(bundle), "--index", str(folder)]
+    assert main(["search", *where, "--subject", "pump leaking oil", "-k", "3"]) == ERROR
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"ticketsim search: {said}"), err
+    assert err.rstrip().endswith(f"; {before}, is intact: `ticketsim index rollback --index {folder}` puts it in force")
+    with pytest.raises(StepError, match=re.escape(said)):
+        TicketIndex.load(folder)
+    assert main(["index", "rollback", "--index", str(folder)]) == OK
+    restored = before.split(", ")[1].split(" ")[0]
+    assert capsys.readouterr().out.startswith(f"{folder}: {restored} in force (")
+    assert current(folder).name == restored
+    assert main(["search", *where, "--subject", "pump leaking oil", "-k", "3", "--json"]) == OK
+    assert len(json.loads(capsys.readouterr().out)[0]["hits"]) == 3
+    assert len(append(folder, TicketIndex.load(folder).model_hash, renamed(TicketIndex.load(folder), [5], "-after"))) > 60
+
+
+def test_rollback_with_no_intact_generation_before_says_rebuild(store, tmp_path, capsys):
+    from ticketsim.cli import ERROR, main
+
+    folder = tmp_path / "index"
+    subprocess.run(["cp", "-a", str(store[1]), str(folder)], check=True)
+    vectors = folder / "gen-000001" / "vectors.npy"
+    os.truncate(vectors, 200)
+    assert main(["search", "--model", str(store[0]), "--index", str(folder), "--subject", "pump"]) == ERROR
+    err = capsys.readouterr().err
+    assert f"{vectors}: cut short: 200 of its" in err and "no earlier generation of the index is intact: rebuild it" in err
+    assert main(["index", "rollback", "--index", str(folder)]) == ERROR
+    assert "no earlier generation is intact to roll back to; rebuild it" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_page_whose_workers_cannot_load_the_index_stops_with_the_line_saying_why(store, two_generations, tmp_path):
+    bundle, folder = store[0], two_generations
+    serve = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(folder), "--port", str(free_port()),
+             "--feedback", str(tmp_path / "judgments.jsonl")]
+    tickets = folder / "gen-000002" / "tickets.arrow"
+    whole = tickets.read_bytes()    # its first and last bytes kept: the parent's check passes it, the workers cannot read it
+    tickets.write_bytes(whole[:8] + bytes(len(whole) - 18) + whole[-10:])
+    done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=240)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith(f"ticketsim serve: a worker cannot load, so nothing is served: {tickets}: "
+                                                    "unreadable ("), done.stderr[-3000:]
+    assert last.endswith(f"gen-000001 (60 tickets), is intact: `ticketsim index rollback --index {folder}` puts it in force")
+    damage_vectors(folder)      # found by the parent before it starts a worker
+    done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith(f"ticketsim serve: {folder / 'gen-000002' / 'vectors.npy'}: cut short")

@@ -188,7 +188,7 @@ def registry_commands(commands) -> Parsers:
 
 
 def search_commands(commands) -> Parsers:
-    """search, index build | add, serve (ticketsim.workflows.search): a knowledge base's search."""
+    """search, index build | add | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
     search.add_argument("--subject", help="the query's subject")
     search.add_argument("--description", help="the query's description")
@@ -206,6 +206,10 @@ def search_commands(commands) -> Parsers:
     grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
     grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")
     grow.set_defaults(run=workflow("search:add_to_index_command"))
+    back = index.add_parser("rollback", help="put the generation before the one in force in force again (a damaged "
+                                             "index's remedy, or an `index add` undone)")
+    back.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
+    back.set_defaults(run=workflow("search:rollback_index_command"))
     serve = commands.add_parser("serve", help="a small search page over the index (a query form, ranked tickets, reasons)")
     serve.add_argument("--host", help="the address to listen on (default: serve.host, 127.0.0.1); off loopback, feedback "
                                       "needs the token")

@@ -12,14 +12,22 @@ ONNX Runtime (sentence.threads), torch and FAISS run on one thread each: the wor
 from __future__ import annotations
 
 import importlib
+import os
+import select
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import gunicorn.config
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+from gunicorn.errors import HaltServer
 
-from ticketsim.config import ServeConfig
+from ticketsim.config import ConfigError, ServeConfig
+from ticketsim.data.validate import DataError
+from ticketsim.errors import BUG, ERROR, StepError
+from ticketsim.search.damage import one_line
 
 URL_LIMIT = 8190    # gunicorn's largest request line: a GET search carries the query's text in its URL
 # What a search imports on first use (the sentence encoder, the Punkt tokenizer), imported before the fork: by every
@@ -29,10 +37,13 @@ TORCH = ("torch", "sentence_transformers", "transformers", "ticketsim.channels.s
 
 
 class Server(BaseApplication):
-    """gunicorn with its settings from a dict; each worker builds its app with `make_app` after the fork."""
+    """gunicorn with its settings from a dict; each worker builds its app with `make_app` after the fork. A worker
+    that cannot build it says why on stderr and through a pipe to the parent, which then stops with that line: without
+    it the parent kept listening with no worker, and answered nothing."""
 
     def __init__(self, make_app: Callable, options: dict):
         self.make_app, self.options = make_app, options
+        self.why, self.tell = os.pipe()     # made before the fork: every worker writes to the parent's pipe
         super().__init__()
 
     def load_config(self) -> None:
@@ -40,7 +51,29 @@ class Server(BaseApplication):
             self.cfg.set(key, value)
 
     def load(self):
-        return self.make_app()
+        try:
+            return self.make_app()
+        except Exception as error:
+            code, line = (ERROR, str(error)) if isinstance(error, (StepError, DataError, ConfigError)) else (BUG, one_line(error))
+            if code == BUG:
+                traceback.print_exc()
+            print(f"ticketsim serve: a worker cannot load: {line}", file=sys.stderr, flush=True)
+            os.write(self.tell, f"{code} {line}\n".encode()[:select.PIPE_BUF])    # one atomic write per worker
+            # At once, with gunicorn's code for a worker that failed to boot, on which the parent stops: a normal exit
+            # waited forever on the thread pools that loading had started, and the parent never learnt of it.
+            os._exit(Arbiter.WORKER_BOOT_ERROR)
+
+    def stopped(self, stop: SystemExit | HaltServer) -> None:
+        """The parent's end: where a worker failed to boot, a StepError with its line (a bug's: a RuntimeError)."""
+        if (stop.code if isinstance(stop, SystemExit) else stop.exit_status) != Arbiter.WORKER_BOOT_ERROR:
+            raise stop
+        os.set_blocking(self.why, False)
+        try:
+            told = os.read(self.why, 1 << 16).decode(errors="replace").splitlines()
+        except BlockingIOError:
+            told = []
+        code, _, line = (told[0] if told else f"{BUG} a worker failed to boot without saying why").partition(" ")
+        raise (RuntimeError if int(code) == BUG else StepError)(f"a worker cannot load, so nothing is served: {line}")
 
 
 def import_heavy(bundle: str) -> None:
@@ -81,4 +114,8 @@ def run(make_app: Callable, settings: ServeConfig, host: str, port: int, workers
                "graceful_timeout": 10, "preload_app": False, "limit_request_line": URL_LIMIT, "proc_name": "ticketsim-serve"}
     if any(setting.name == "control_socket_disable" for setting in gunicorn.config.KNOWN_SETTINGS):
         options["control_socket_disable"] = True    # gunicorn >= 25.1: one socket path per user, shared by every server
-    Server(make_app, options).run()
+    server = Server(make_app, options)
+    try:
+        server.run()
+    except (SystemExit, HaltServer) as stop:   # HaltServer: a second worker's failure, reaped while the parent halts
+        server.stopped(stop)

@@ -18,18 +18,50 @@ from pathlib import Path
 
 from ticketsim.data.locks import fsync, take
 from ticketsim.errors import StepError
+from ticketsim.search.damage import Damaged
 
 POINTER, LOCK = "CURRENT", ".lock"
 GENERATION = re.compile(r"gen-(\d{6})")
+GENERATION_NAME = re.compile(rb"gen-\d{6}")     # CURRENT's bytes, stripped
 
 
 def current(directory: str | Path) -> Path | None:
-    """The generation in force, or None where the folder holds no index."""
+    """The generation in force, or None where the folder holds no index (no CURRENT). Damaged where CURRENT names no
+    generation: read as bytes, it must be a generation's name (`../gen-000001` is none), and that generation a folder."""
     pointer = Path(directory) / POINTER
     try:
-        return Path(directory) / pointer.read_text().strip()
+        named = pointer.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        raise Damaged(pointer, f"unreadable ({error.strerror or error})", None) from None
+    if not GENERATION_NAME.fullmatch(named.strip()):
+        shown = repr(named[:40]) + ("..." if len(named) > 40 else "")
+        raise Damaged(pointer, f"holds {shown}, which names no generation (gen-000001, ...)", None)
+    generation = Path(directory) / named.strip().decode()
+    if not generation.is_dir():
+        raise Damaged(pointer, f"names {generation.name}, which is missing", number(generation))
+    return generation
+
+
+def number(generation: Path) -> int:
+    """The number of a generation folder (gen-000007: 7)."""
+    return int(GENERATION.fullmatch(generation.name)[1])
+
+
+def generations(directory: str | Path) -> list[Path]:
+    """The generation folders of an index, oldest first (scratch folders are hidden: none of them)."""
+    found = [p for p in Path(directory).iterdir() if GENERATION.fullmatch(p.name) and p.is_dir()] \
+        if Path(directory).is_dir() else []
+    return sorted(found, key=number)
+
+
+def switch(directory: Path, name: str) -> None:
+    """Put the generation `name` in force: CURRENT replaced by one atomic rename, on disk when this returns."""
+    (directory / f".{POINTER}").write_text(name + "\n")
+    fsync(directory / f".{POINTER}")
+    os.replace(directory / f".{POINTER}", directory / POINTER)
+    fsync(directory)
 
 
 @contextmanager
@@ -54,6 +86,15 @@ def writable(directory: str | Path) -> None:
                         f"{'not a folder' if not existing.is_dir() else 'not writable'}); choose a folder you can write")
 
 
+def previous_of(directory: Path) -> Path | None:
+    """The generation in force for a writer: None where there is none, or where CURRENT is damaged (a writer that
+    replaces the index, `index build --force`, needs none; one that adds to it has refused already when it loaded)."""
+    try:
+        return current(directory)
+    except Damaged:
+        return None
+
+
 @contextmanager
 def next_generation(directory: str | Path) -> Iterator[tuple[Path | None, Path]]:
     """(the generation in force or None, a scratch folder to write the next one in), under the lock; when the block
@@ -66,7 +107,7 @@ def next_generation(directory: str | Path) -> Iterator[tuple[Path | None, Path]]
         name = f"gen-{max(numbers, default=0) + 1:06d}"
         scratch = directory / f".{name}"
         scratch.mkdir()
-        previous = current(directory)
+        previous = previous_of(directory)
         try:
             yield previous, scratch
         except BaseException:
@@ -76,10 +117,7 @@ def next_generation(directory: str | Path) -> Iterator[tuple[Path | None, Path]]
             fsync(path)
         fsync(scratch)
         os.rename(scratch, directory / name)
-        (directory / f".{POINTER}").write_text(name + "\n")
-        fsync(directory / f".{POINTER}")
-        os.replace(directory / f".{POINTER}", directory / POINTER)
-        fsync(directory)
+        switch(directory, name)
         keep = {name, previous.name if previous else name}
         for old in (p for p in directory.iterdir() if GENERATION.fullmatch(p.name) and p.name not in keep):
             shutil.rmtree(old)

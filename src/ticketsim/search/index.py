@@ -24,6 +24,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,10 +39,11 @@ from ticketsim.config import BM25Config, EncodeConfig, GraphConfig, IndexConfig,
 from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
+from ticketsim.search.damage import Damaged, one_line, opened, whole
 from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import Block
-from ticketsim.search.generations import POINTER, current, next_generation, writable
-from ticketsim.search.graph import GraphVectors, write_graph
+from ticketsim.search.generations import POINTER, current, generations, locked, next_generation, number, switch, writable
+from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.postings import Postings
 from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
 from ticketsim.search.sorted_strings import SortedStrings
@@ -75,7 +77,8 @@ REBUILD = "rebuild it with `dvc repro index@<dataset>` or `ticketsim index build
 
 
 def generation_of(directory: Path) -> Path:
-    """The generation in force of an index folder, or a StepError when the folder is none or of an older ticketsim."""
+    """The generation in force of an index folder, or a StepError when the folder is none or of an older ticketsim
+    (Damaged where CURRENT names no generation that is there)."""
     found = current(directory)
     if found is None:
         manifest = directory / GENERATION_MANIFEST     # where an older index kept it, in the folder itself
@@ -94,12 +97,77 @@ def read_generation_manifest(directory: Path) -> dict:
 
 def in_force(directory: Path) -> tuple[Path, dict]:
     """(the generation in force, its manifest): `CURRENT` read once, so a writer switching it meanwhile cannot pair one
-    generation's manifest with another's files."""
-    generation = generation_of(directory)
+    generation's manifest with another's files. Damaged, with its remedy, where either cannot be read."""
     try:
-        return generation, json.loads((generation / GENERATION_MANIFEST).read_text())
-    except FileNotFoundError:
-        raise StepError(f"{directory}: {POINTER} names {generation.name}, which is missing; {REBUILD}") from None
+        generation = generation_of(directory)
+        return generation, manifest_of(generation)
+    except Damaged as damage:
+        raise damage.with_remedy(remedy(directory, damage.below)) from None
+
+
+def manifest_of(generation: Path) -> dict:
+    """A generation's manifest, or Damaged naming it."""
+    path = generation / GENERATION_MANIFEST
+    manifest = opened(path, number(generation), lambda: json.loads(path.read_bytes()))
+    if not isinstance(manifest, dict):
+        raise Damaged(path, "holds no JSON object", number(generation))
+    return manifest
+
+
+def mapped_files(generation: Path) -> list[Path]:
+    """Every .npy file a generation holds beside tickets.arrow, its manifest and the graph."""
+    return [generation / name for name in (VECTORS, BY_ID, ORDER, COOCCURRENCE)] + SortedStrings.files(generation / IDS) \
+        + Postings.files(generation)
+
+
+def check_whole(directory: str | Path) -> None:
+    """Damaged, with its remedy, unless the generation in force has every file whole (present, as long as written):
+    opened by no library that starts threads, so `ticketsim serve`'s parent runs it before it forks its workers."""
+    generation, _ = in_force(Path(directory))
+    try:
+        whole(mapped_files(generation), [generation / TICKETS], number(generation))
+    except Damaged as damage:
+        raise damage.with_remedy(remedy(Path(directory), damage.below)) from None
+
+
+def earlier(directory: Path, below: int | None) -> TicketIndex | None:
+    """The newest generation numbered below `below` (None: any) that is intact and loads, or None."""
+    for generation in reversed(generations(directory)):
+        if below is None or number(generation) < below:
+            try:
+                return TicketIndex.of_generation(directory, generation, manifest_of(generation))
+            except Damaged:
+                continue
+    return None
+
+
+def remedy(directory: Path, below: int | None) -> str:
+    """What can replace a damaged generation numbered `below` (None: CURRENT names none): the earlier one that loads,
+    which `ticketsim index rollback` puts in force, else a rebuild."""
+    found = earlier(directory, below)
+    if found is None:
+        return f"no {'earlier ' if below is not None else ''}generation of the index is intact: {REBUILD}"
+    which = "the generation before it" if below is not None else "the newest generation"
+    return (f"{which}, {found.generation.name} ({len(found)} tickets), is intact: `ticketsim index rollback --index "
+            f"{directory}` puts it in force")
+
+
+def rollback(directory: str | Path) -> tuple[TicketIndex, str]:
+    """Put in force the newest intact generation before the one in force (where CURRENT names none that is there, the
+    newest intact one), under the writer lock; (the index now, what became of the one it replaces). The next writer
+    removes a generation set aside."""
+    directory = Path(directory)
+    with locked(directory):
+        try:
+            left = generation_of(directory)
+            below, what = number(left), f"{left.name} set aside (the next `index add` or `index build --force` removes it)"
+        except Damaged as damage:
+            below, what = damage.below, f"{POINTER} rewritten (it {damage.problem})"
+        found = earlier(directory, below)
+        if found is None:
+            raise StepError(f"{directory}: no earlier generation is intact to roll back to; {REBUILD}")
+        switch(directory, found.generation.name)
+    return TicketIndex.load(directory), what
 
 
 def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
@@ -164,22 +232,42 @@ class TicketIndex:
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
+        """The generation in force; Damaged naming the file that is missing, cut short or unreadable, and the remedy."""
         directory = Path(directory)
         generation, manifest = in_force(directory)
-        layout = manifest["layout"]
-        bm25, graph = BM25Config(**manifest["bm25"]), GraphConfig(**manifest.get("graph", {}))
-        vectors = TicketVectors.load(generation / VECTORS)
-        index = cls(directory, generation, manifest["model_hash"],
-                    Layout(tuple(Block(**b) for b in layout["blocks"]), layout["lexical_weight"], layout["constant"]),
-                    vectors, read_arrow(generation / TICKETS),
-                    tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"]), bm25,
-                    manifest["coherence"], Postings.load(generation, bm25.k1, bm25.b), SortedStrings.load(generation / IDS),
-                    np.load(generation / BY_ID, mmap_mode="r"), np.load(generation / ORDER, mmap_mode="r"),
-                    tuple(manifest["topic_words"]), np.load(generation / COOCCURRENCE), graph,
-                    GraphVectors.load(generation, vectors, graph))
-        if not len(index) == index.table.num_rows == index.postings.tickets == manifest["tickets"]:
-            raise StepError(f"{generation}: {len(index)} vectors, {index.table.num_rows} tickets, the manifest says "
-                            f"{manifest['tickets']}: the generation is damaged; {REBUILD}")
+        try:
+            return cls.of_generation(directory, generation, manifest)
+        except Damaged as damage:
+            raise damage.with_remedy(remedy(directory, damage.below)) from None
+
+    @classmethod
+    def of_generation(cls, directory: Path, generation: Path, manifest: dict) -> TicketIndex:
+        """One generation of the folder, every file checked whole first; Damaged (without a remedy) where one is not."""
+        at = number(generation)
+        whole(mapped_files(generation), [generation / TICKETS], at)
+        try:
+            folded = manifest["layout"]
+            layout = Layout(tuple(Block(**b) for b in folded["blocks"]), folded["lexical_weight"], folded["constant"])
+            bm25, graph = BM25Config(**manifest["bm25"]), GraphConfig(**manifest.get("graph", {}))
+            scale = tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"])
+            model, coherence, words = manifest["model_hash"], manifest["coherence"], tuple(manifest["topic_words"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise Damaged(generation / GENERATION_MANIFEST, f"not a generation's manifest ({one_line(error)}: wrong or "
+                          "missing)", at) from None
+
+        def read(name: str, load):     # one file's loader: what a damaged file raises, as Damaged naming it
+            return opened(generation / name, at, lambda: load(generation / name))
+
+        vectors, mapped = read(VECTORS, TicketVectors.load), partial(np.load, mmap_mode="r")
+        index = cls(directory, generation, model, layout, vectors, read(TICKETS, read_arrow), scale, bm25, coherence,
+                    opened(generation, at, lambda: Postings.load(generation, bm25.k1, bm25.b)), read(IDS, SortedStrings.load),
+                    read(BY_ID, mapped), read(ORDER, mapped), words, read(COOCCURRENCE, np.load), graph,
+                    read(GRAPH, lambda _: GraphVectors.load(generation, vectors, graph)))
+        counts = (len(index), index.table.num_rows, index.postings.tickets, len(index.order), len(index.ids))
+        if len(set(counts)) > 1 or counts[0] != manifest.get("tickets"):
+            raise Damaged(generation, f"its files disagree on the number of tickets ({counts[0]} vectors, {counts[1]} "
+                          f"in {TICKETS}, {counts[2]} in the postings, {counts[3]} in {ORDER}, {counts[4]} ids; the "
+                          f"manifest says {manifest.get('tickets')})", at)
         return index
 
     def __len__(self) -> int:
@@ -354,9 +442,14 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
 
 
 def refuse_existing(out: str | Path, force: bool) -> None:
-    if not force and (found := current(out)) is not None:
-        raise StepError(f"{out} already holds an index ({found.name}); pass --force to replace it, or `ticketsim index "
-                        "add` to add tickets to it")
+    if force or not (Path(out) / POINTER).exists():
+        return
+    try:
+        held = current(out).name
+    except Damaged as damage:
+        held = f"damaged: {damage.problem}"
+    raise StepError(f"{out} already holds an index ({held}); pass --force to replace it, or `ticketsim index "
+                    "add` to add tickets to it")
 
 
 def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, tickets: pl.DataFrame,

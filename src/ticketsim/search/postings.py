@@ -99,6 +99,11 @@ class Postings:
                     np.zeros(0, np.int64), k1, b)
         return empty.plus(documents)
 
+    @staticmethod
+    def files(folder: Path) -> list[Path]:
+        """The files save(folder) writes."""
+        return [*SortedStrings.files(folder / "vocabulary"), *(folder / f"{name}.npy" for name in ARRAYS)]
+
     def save(self, folder: Path) -> None:
         self.vocabulary.save(folder / "vocabulary")
         for name in ARRAYS:

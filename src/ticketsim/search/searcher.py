@@ -20,7 +20,7 @@ from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
 from ticketsim.data.validate import DataError, shorten
 from ticketsim.search.encode import one_side
 from ticketsim.search.generations import current
-from ticketsim.search.index import TicketIndex, check_hash, model_hash, read_generation_manifest
+from ticketsim.search.index import TicketIndex, check_hash, check_whole, model_hash, read_generation_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
 from ticketsim.search.reasons import part_phrases, reasons, similarity_labels, standardized
 from ticketsim.search.topk import top_k
@@ -178,6 +178,8 @@ class Searcher:
 
 
 def check_folders(bundle: str | Path, index: str | Path) -> None:
-    """Searcher.load's checks that load no model (for ticketsim.app.worker, which must not load one before it forks)."""
+    """Searcher.load's checks that load no model (for ticketsim.app.worker, which must not load one before it forks):
+    the bundle's manifest, the index's files whole and folded with the bundle's weights."""
     bundle_manifest(Path(bundle))
+    check_whole(index)
     check_hash(read_generation_manifest(Path(index))["model_hash"], model_hash(bundle), bundle, index)

@@ -41,11 +41,17 @@ class SortedStrings:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         return cls(np.frombuffer(b"".join(encoded), np.uint8), offsets)
 
+    @staticmethod
+    def files(path: Path) -> list[Path]:
+        """The files save(path) writes: path.blob.npy and path.offsets.npy."""
+        return [Path(f"{path}.blob.npy"), Path(f"{path}.offsets.npy")]
+
     def save(self, path: Path) -> None:
-        """As path.blob.npy and path.offsets.npy."""
-        np.save(f"{path}.blob.npy", self.blob)
-        np.save(f"{path}.offsets.npy", self.offsets)
+        blob, offsets = self.files(path)
+        np.save(blob, self.blob)
+        np.save(offsets, self.offsets)
 
     @classmethod
     def load(cls, path: Path) -> SortedStrings:
-        return cls(np.load(f"{path}.blob.npy", mmap_mode="r"), np.load(f"{path}.offsets.npy", mmap_mode="r"))
+        blob, offsets = cls.files(path)
+        return cls(np.load(blob, mmap_mode="r"), np.load(offsets, mmap_mode="r"))

@@ -1,5 +1,6 @@
-"""A knowledge base's search: `ticketsim index build | index add | search | serve`. Tickets indexed with a bundle's
-weights, the index grown, the top k of a query or a file of them, the search page served by gunicorn workers."""
+"""A knowledge base's search: `ticketsim index build | index add | index rollback | search | serve`. Tickets indexed
+with a bundle's weights, the index grown or rolled back, the top k of a query or a file of them, the search page served
+by gunicorn workers."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,15 @@ def add_to_index_command(params: str | None, model: str, index: str, file: str, 
     added, grown = add_tickets(index, Scorer.load(model), model, tickets, workspace_params(params).encode.engine)
     print(f"added {added} tickets to {index} ({len(grown)} in all, {grown.generation.name}; a running server "
           "follows). `dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
+    return OK
+
+
+def rollback_index_command(index: str) -> int:
+    """The generation before the one in force put in force again; the next writer removes the one set aside."""
+    from ticketsim.search.index import rollback
+
+    restored, replaced = rollback(index)
+    print(f"{index}: {restored.generation.name} in force ({len(restored)} tickets); {replaced}")
     return OK
 
 
