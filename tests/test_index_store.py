@@ -1,7 +1,9 @@
 """The index folder as a store: it opens without reading its tickets, writers take turns (two `ticketsim index add` at once
 both land), a writer killed at any step leaves the previous generation or the new one, `index build` replaces an index
 only with --force, a server answers from tickets added while it runs, and a damaged file is one line naming it and the
-generation `ticketsim index rollback` puts in force instead (a page whose workers cannot load stops with it)."""
+generation `ticketsim index rollback` puts in force instead (a page whose workers cannot load stops with it), and a
+full disk is one line saying how much to free, before the encoding where the size is known, the index as it was."""
+import errno
 import json
 import os
 import re
@@ -240,3 +242,53 @@ def test_a_page_whose_workers_cannot_load_the_index_stops_with_the_line_saying_w
     damage_vectors(folder)      # found by the parent before it starts a worker
     done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith(f"ticketsim serve: {folder / 'gen-000002' / 'vectors.npy'}: cut short")
+
+
+def index_files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
+
+
+@pytest.mark.parametrize("fail", ["numpy's short write", "ENOSPC reserving the vectors"])
+def test_a_disk_that_fills_while_a_generation_is_written_is_one_line_and_the_index_stays_as_it_was(store, tmp_path,
+                                                                                                  monkeypatch, fail):
+    folder = tmp_path / "index"
+    subprocess.run(["cp", "-a", str(store[1]), str(folder)], check=True)
+    before, index = index_files(folder), TicketIndex.load(folder)
+    if fail == "numpy's short write":    # what np.save raised on a full disk: no errno, no file name
+        def save(self, scratch):
+            (scratch / "indptr.npy").write_bytes(b"\x93NUMPY")
+            raise OSError("80089 requested and 35312 written")
+        monkeypatch.setattr(Postings, "save", save)
+    else:
+        def reserve(descriptor, offset, size):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(os, "posix_fallocate", reserve)
+    with pytest.raises(StepError) as full:
+        append(folder, index.model_hash, renamed(index, [1, 2], "-new"))
+    written = "indptr.npy" if fail == "numpy's short write" else "vectors.npy"
+    assert re.fullmatch(rf"no space left on .+ \(mounted at .+\) while writing {re.escape(str(folder))}/\.gen-000002/{written}; "
+                        r"free \d+ MB \(it needs about \d+ KB, [\d.,]+ [KMG]B free; the scratch folder is removed, "
+                        r"gen-000001 still in force\)", str(full.value)), str(full.value)
+    assert index_files(folder) == before and len(TicketIndex.load(folder)) == 60
+
+
+def test_index_add_refuses_a_disk_without_room_before_it_encodes_a_ticket(store, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import ticketsim.search.index as index_module
+    from ticketsim.cli import ERROR, main
+
+    bundle, _, tickets = store
+    folder = tmp_path / "index"
+    subprocess.run(["cp", "-a", str(store[1]), str(folder)], check=True)
+    tickets.slice(60, 5).write_csv(tmp_path / "new.csv")
+    before = index_files(folder)
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=50_000))
+    monkeypatch.setattr(index_module, "encoded_tickets", lambda *args, **kwargs: pytest.fail("encoded before the check"))
+    assert main(["index", "add", str(tmp_path / "new.csv"), "--model", str(bundle), "--index", str(folder)]) == ERROR
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and re.fullmatch(
+        rf"ticketsim index: no space left on .+ while writing {re.escape(str(folder))}/gen-000002; free 1 MB \(it needs "
+        r"about \d+ KB, 50 KB free; nothing was written\)\n", err), err
+    assert index_files(folder) == before

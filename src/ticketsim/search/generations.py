@@ -19,6 +19,7 @@ from pathlib import Path
 from ticketsim.data.locks import fsync, take
 from ticketsim.errors import StepError
 from ticketsim.search.damage import Damaged
+from ticketsim.search.space import free_bytes, is_full, no_space, room, tree_bytes, written_last
 
 POINTER, LOCK = "CURRENT", ".lock"
 GENERATION = re.compile(r"gen-(\d{6})")
@@ -95,29 +96,45 @@ def previous_of(directory: Path) -> Path | None:
         return None
 
 
+def next_name(directory: Path) -> str:
+    """The name the next generation of the folder gets: one past the highest there (also past one set aside)."""
+    numbers = [int(m[1]) for p in directory.iterdir() if (m := GENERATION.fullmatch(p.name))] if directory.is_dir() else []
+    return f"gen-{max(numbers, default=0) + 1:06d}"
+
+
 @contextmanager
-def next_generation(directory: str | Path) -> Iterator[tuple[Path | None, Path]]:
+def next_generation(directory: str | Path, needs: int = 0) -> Iterator[tuple[Path | None, Path]]:
     """(the generation in force or None, a scratch folder to write the next one in), under the lock; when the block
-    ends the scratch folder becomes the generation in force. An exception leaves the one in force."""
+    ends the scratch folder becomes the generation in force. An exception leaves the one in force and no scratch; one
+    for want of space (refused at once where the disk lacks `needs`, the bytes the generation will take about) is a
+    StepError of one line saying how much to free."""
     directory = Path(directory)
     with locked(directory):
         for leftover in directory.glob(".gen-*"):
             shutil.rmtree(leftover)
-        numbers = [int(m[1]) for p in directory.iterdir() if (m := GENERATION.fullmatch(p.name))]
-        name = f"gen-{max(numbers, default=0) + 1:06d}"
+        name = next_name(directory)
         scratch = directory / f".{name}"
-        scratch.mkdir()
+        room(directory, needs, directory / name)
         previous = previous_of(directory)
         try:
+            scratch.mkdir()
             yield previous, scratch
-        except BaseException:
-            shutil.rmtree(scratch)
+            for path in scratch.iterdir():
+                fsync(path)
+            fsync(scratch)
+            os.rename(scratch, directory / name)
+            switch(directory, name)
+        except BaseException as error:
+            written, writing = tree_bytes(scratch), written_last(error, scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
+            (directory / f".{POINTER}").unlink(missing_ok=True)
+            if previous_of(directory) != directory / name:     # renamed, but CURRENT was not switched to it
+                shutil.rmtree(directory / name, ignore_errors=True)
+            if is_full(error):
+                raise no_space(directory, writing, max(needs, written), free_bytes(directory),
+                               f"the scratch folder is removed, {previous.name if previous else 'no generation'} "
+                               "still in force") from None
             raise
-        for path in scratch.iterdir():
-            fsync(path)
-        fsync(scratch)
-        os.rename(scratch, directory / name)
-        switch(directory, name)
         keep = {name, previous.name if previous else name}
         for old in (p for p in directory.iterdir() if GENERATION.fullmatch(p.name) and p.name not in keep):
             shutil.rmtree(old)

@@ -42,11 +42,22 @@ from ticketsim.errors import StepError
 from ticketsim.search.damage import Damaged, one_line, opened, whole
 from ticketsim.search.encode import Layout, fold_side, one_side
 from ticketsim.search.fold import Block
-from ticketsim.search.generations import POINTER, current, generations, locked, next_generation, number, switch, writable
+from ticketsim.search.generations import (
+    POINTER,
+    current,
+    generations,
+    locked,
+    next_generation,
+    next_name,
+    number,
+    switch,
+    writable,
+)
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.postings import Postings
 from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
 from ticketsim.search.sorted_strings import SortedStrings
+from ticketsim.search.space import allocate, room, tree_bytes
 from ticketsim.search.vectors import Precision, TicketVectors
 
 if TYPE_CHECKING:
@@ -56,6 +67,7 @@ GENERATION_MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets
 IDS, BY_ID, ORDER, COOCCURRENCE = "ids", "by_id.npy", "order.npy", "cooccurrence.npy"
 FORMAT = 2      # manifest's "format": generations, mapped postings and tickets
 CHUNK = 1000    # tickets encoded at once: bounds the memory of a large knowledge base
+TEXT_BYTES = 4  # a generation's bytes per byte of ticket text, about: tickets.arrow (texts and tokens) 3.5, postings 1
 SHOWN = ("ticket_id", "subject", "description", "solution", "topics")   # what a hit shows of its ticket
 
 
@@ -332,6 +344,7 @@ def write_generation(scratch: Path, manifest: dict, previous: TicketIndex | None
     vectors, table = (None, None) if previous is None else (previous.vectors, previous.table)
     old_rows = 0 if vectors is None else vectors.ntotal
     out = np.lib.format.open_memmap(scratch / VECTORS, "w+", np.dtype(precision), (old_rows + len(new.vectors), new.vectors.shape[1]))
+    allocate(scratch / VECTORS)     # a full disk is an OSError here, not a SIGBUS in the copy below
     for start in range(0, old_rows, CHUNK * 16):    # streamed: an index larger than memory is copied block by block
         stop = min(start + CHUNK * 16, old_rows)
         out[start:stop] = vectors.array[start:stop]
@@ -408,7 +421,7 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
     if folded.shape != stored.shape or not np.allclose(folded, stored, rtol=1e-3, atol=1e-5):
         raise IndexMismatch(f"{bundle} folds the tickets of {index} otherwise than the model that built it (another ticket "
                             f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
-    with next_generation(out) as (_, scratch):
+    with next_generation(out, tree_bytes(reused.generation)) as (_, scratch):
         shutil.copytree(reused.generation, scratch, dirs_exist_ok=True)
         reused.model_hash, reused.layout = model_hash(bundle), layout
         manifest = scratch / GENERATION_MANIFEST
@@ -429,16 +442,29 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
         raise DataError(["the knowledge base has no tickets: nothing to index"])
     refuse_existing(out, force)
     writable(out)
+    room(Path(out), needs(None, tickets), Path(out) / next_name(Path(out)))    # the texts' part, before the encoding
     layout = Layout.of(scorer)
     vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
     new = Encoded(vectors, frame)
     documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
     manifest = generation_manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words, graph)
-    with next_generation(out) as (_, scratch):
+    with next_generation(out, needs(None, tickets, vectors.size * np.dtype(precision).itemsize)) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
         write_generation(scratch, manifest, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
                          cooccurrence(words, documents)[0], new, precision)
     return TicketIndex.load(out)
+
+
+def needs(index: TicketIndex | None, tickets: pl.DataFrame, vector_bytes: int | None = None) -> int:
+    """About the bytes of the next generation: `index`'s files (None: a new index) and those of `tickets`, by the
+    index's bytes per ticket or, for a new index or long texts, TEXT_BYTES per byte of their text beside their vectors'
+    bytes (those of an index's tickets follow from its dimensions; a new index's are known once encoded)."""
+    text = TEXT_BYTES * sum(int(tickets[c].str.len_bytes().sum() or 0) for c in TICKET_SCHEMA if c in tickets.columns)
+    if index is None:
+        return text + (vector_bytes or 0)
+    stored = tree_bytes(index.generation)
+    vector_bytes = tickets.height * index.vectors.d * index.vectors.array.dtype.itemsize if vector_bytes is None else vector_bytes
+    return stored + max(stored // max(len(index), 1) * tickets.height, text + vector_bytes)
 
 
 def refuse_existing(out: str | Path, force: bool) -> None:
@@ -463,6 +489,7 @@ def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, ticke
     index, bundle_hash = TicketIndex.load(directory), model_hash(bundle)
     index.check(bundle_hash, bundle, directory)
     refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
+    room(Path(directory), needs(index, tickets), Path(directory) / next_name(Path(directory)))   # before minutes of encoding
     vectors, frame, _ = encoded_tickets(scorer, index.layout, tickets, index.topic_scale, engine=engine)
     return frame.height, append(directory, bundle_hash, Encoded(vectors, frame), tickets[ORIGIN] if ORIGIN in tickets.columns else None)
 
@@ -472,7 +499,7 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
     """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after. graph: the
     graph settings from this generation on (None: those in force)."""
     documents = new.documents()
-    with next_generation(directory) as (_, scratch):
+    with next_generation(directory, needs(TicketIndex.load(directory), new.frame)) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
         refuse_known(index, new.frame["ticket_id"], origins)
