@@ -1,6 +1,7 @@
 """Feedback batches judged on a champion's own search, as the gate and review tests need them: each query's top hit and a
 hit from ranks 6-10 labelled honestly (the generator's truth), poisoned (the top hit NO, the lower one YES) or shuffled
-(the honest labels permuted), recorded in a journal as the page records judgments."""
+(the honest labels permuted); or that lower hit alone, YES (yes-low: a judge pushing tickets up); recorded in a journal
+as the page records judgments."""
 import random
 from datetime import datetime, timezone
 
@@ -15,11 +16,14 @@ LABEL_NAMES = {value: name for name, value in LABELS.items()}
 
 def judge_batch(journal: Journal, corpus: Corpus, ranker, queries: pl.DataFrame, truth: dict, kind: str, via: str) -> None:
     """`ranker`: a served model (predict: a search); queries: query_id, subject, description; truth: (query, ticket) ->
-    label; kind: honest, poisoned or shuffled; via: the judge's channel."""
+    label; kind: honest, poisoned, shuffled or yes-low; via: the judge's channel."""
     hits = ranker.predict(None, queries.select("subject", "description").to_pandas(), params={"k": 10})["ticket_ids"]
     rows = []
     for (query, subject, description), ranked in zip(queries.select("query_id", "subject", "description").iter_rows(), hits):
         top, low = ranked[0], ranked[random.Random(query).randrange(5, 10)]
+        if kind == "yes-low":
+            rows.append((subject, description, low, LABELS["YES"]))
+            continue
         labels = (LABELS["NO"], LABELS["YES"]) if kind == "poisoned" else \
             (truth.get((query, top), LABELS["NO"]), truth.get((query, low), LABELS["NO"]))
         rows += [(subject, description, ticket, label) for ticket, label in zip((top, low), labels)]

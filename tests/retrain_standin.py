@@ -5,8 +5,9 @@ generator's true labels), blurred by noise that grows with the share of the data
 the reference. So a batch of shuffled labels makes a worse model, which the gate sees when it scores champion and
 candidate on the same pairs, as it scores real models (the `evaluate` of ticketsim.app.pyfunc.TicketSimModel). Like the
 register stage, it logs the model's results on its own dataset in the run it registers as a new version of
-`siamese.registered_name(dataset)`. It searches too (a request of subject and description): the first tickets of its pool
-by those scores, the query named by its text as the feedback journal names it, so judgments can be checked against it.
+`siamese.registered_name(dataset)`, the first version made the champion. It searches too (a request of subject and
+description): the first tickets of its pool by those scores, the query named by its text as the feedback journal names
+it, so judgments can be checked against it.
 """
 import argparse
 import json
@@ -25,6 +26,7 @@ from ticketsim.data.sources import read_dataset
 from ticketsim.data.validate import IntakeReport
 from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.lifecycle.promotion import crown_first
 from ticketsim.lifecycle.tracking import log_metrics, stage_run
 
 NOISE = 20.0            # the noise's standard deviation when every train label is false
@@ -63,14 +65,18 @@ def trained(corpus, truth: dict[str, float]) -> ReferenceModel:
 
 def register_trained(params, dataset: str, truth: dict[str, float]) -> tuple[str, ReferenceModel, dict]:
     """As the register stage: the stand-in trained on the dataset's raw files, its results logged, registered as a new
-    version in a run of its own. (version, model, results)"""
+    version in a run of its own, the first made the champion (said). (version, model, results)"""
     with stage_run(params.tracking, "register", dataset):
         # Straight from the raw folder, not the prepare stage's output: one stage process per retrain keeps tests fast.
         corpus = read_dataset(params.dataset(dataset), IntakeReport())
         model = trained(corpus, truth)
         results = model.evaluate(corpus, params.evaluation)
         log_metrics(results)
-        return register(params.siamese.registered_name(dataset), model), model, results
+        version = register(params.siamese.registered_name(dataset), model)
+        crowned = crown_first(params, dataset, version)
+        if crowned:
+            print(crowned)
+        return version, model, results
 
 
 class FixedFigures(mlflow.pyfunc.PythonModel):

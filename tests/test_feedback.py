@@ -122,16 +122,28 @@ def test_export_hands_new_judgments_to_the_dataset_once_and_leaves_out_contradic
     assert f"{journal.path}:3" in third.contradicting[0] and "left out 1 judgment(s)" in third.render()
 
 
-def test_feedback_export_command_refuses_unknown_tickets_with_the_journal_line(tmp_path, capsys, monkeypatch):
+def test_feedback_export_sets_aside_a_judgment_on_a_ticket_the_dataset_lacks_and_hands_it_over_once_it_has_it(
+        tmp_path, capsys, monkeypatch):
     folder, journal = labelled_folder(tmp_path), Journal(tmp_path / "judgments.jsonl")
     journal.record(judgment("T1", "YES"), TICKETS["T1"], NOW)
-    journal.record(judgment("T3", "REL"), {**TICKETS["T1"], "ticket_id": "T3"}, NOW)   # the index knew T3, the dataset not
+    t3 = {**TICKETS["T1"], "ticket_id": "T3"}
+    journal.record(judgment("T3", "REL"), t3, NOW)   # the index knew T3 (`index add`), the dataset not
     params = Path(__file__).resolve().parents[1] / "params.yaml"
     (tmp_path / "params.yaml").write_text(params.read_text().replace("    source: synthetic", f"    source: csv\n    raw: {folder}"))
     monkeypatch.chdir(tmp_path)
-    before = (folder / "pairs.csv").read_text()
-    assert cli.main(["feedback", "export", "--journal", str(journal.path)]) == cli.BAD_INPUT
-    assert f"{journal.path}:2: pair (" in capsys.readouterr().err and (folder / "pairs.csv").read_text() == before
+    query = text_query_id("pump wet", "water under pump")
+    assert cli.main(["feedback", "export", "--journal", str(journal.path)]) == 0
+    printed = capsys.readouterr().out
+    assert "set aside 1 judgment(s) on tickets or queries the dataset lacks" in printed
+    assert f"  {journal.path}:2: pair ({query}, T3): ticket 'T3' is not in the dataset" in printed
+    pairs = pl.read_csv(folder / "pairs.csv")
+    assert pairs.filter(pl.col("query_id") == query)["ticket_id"].to_list() == ["T1"]
+    assert len(lines(journal.path)) == 2          # kept in the journal for later
+
+    pl.concat([pl.read_csv(folder / "tickets.csv"), pl.DataFrame([t3])]).write_csv(folder / "tickets.csv")   # pairs add --tickets
+    assert cli.main(["feedback", "export", "--journal", str(journal.path)]) == 0
+    assert "set aside" not in capsys.readouterr().out
+    assert sorted(pl.read_csv(folder / "pairs.csv").filter(pl.col("query_id") == query)["ticket_id"]) == ["T1", "T3"]
 
 
 @pytest.fixture(scope="module")

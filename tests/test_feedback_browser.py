@@ -1,7 +1,8 @@
 """From clicks to a model version, as a help desk lives it: an agent searches on the page of `ticketsim serve` in a real
 browser (headless Debian chromium, Playwright) and clicks "solved it", "related", "not relevant" on the hits;
-`ticketsim feedback export` hands the judgments to the DVC-tracked labelled data; `ticketsim retrain` trains a new
-version from it and the quality gate judges it against the champion.
+`ticketsim feedback export` holds them, too few to check against the champion, until `ticketsim feedback review
+--accept` hands them to the DVC-tracked labelled data; `ticketsim retrain` trains a new version from it and the quality
+gate judges it against the champion.
 
 It runs in the retraining tests' throwaway repo (tests/retrain_workspace.py) with their stand-in for the Siamese stage
 (tests/retrain_standin.py: scores are the generator's true labels, blurred as far as its train labels are false), so a
@@ -35,7 +36,7 @@ def test_clicks_on_the_page_become_labelled_pairs_and_a_model_version_the_gate_j
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     ws = make_workspace(tmp_path / "repo", params={"serve": {"max_k": 200}})
     first = ws.ticketsim("retrain")
-    assert first.returncode == 0 and "first model" in first.stdout, first.stdout + first.stderr
+    assert first.returncode == 0 and "is the champion since its registration" in first.stdout, first.stdout + first.stderr
 
     # The agent's query: one of the generator's labelled queries that the folder does not hold yet, typed in by its text.
     batch = pl.read_csv(ws.good, schema_overrides={"query_id": pl.String})
@@ -74,10 +75,13 @@ def test_clicks_on_the_page_become_labelled_pairs_and_a_model_version_the_gate_j
         finally:
             browser.close()
 
-    exported = ws.ticketsim("feedback", "export")
+    exported = ws.ticketsim("feedback", "export")     # a few clicks: too few to check, held for a person
     assert exported.returncode == 0, exported.stderr
-    assert "added from feedback/judgments.jsonl: queries 1" in exported.stdout
-    assert "updated data/labeled.dvc" in exported.stdout
+    assert f"unchecked: its {len(judged)} judgment(s) are too few to check against the champion" in exported.stdout
+    accepted = ws.ticketsim("feedback", "review", "--accept", "1")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "added from feedback/judgments.jsonl: queries 1" in accepted.stdout
+    assert "updated data/labeled.dvc" in accepted.stdout
     pairs = pl.read_csv(ws.root / "data" / "labeled" / "pairs.csv", schema_overrides={"query_id": pl.String, "label": pl.String})
     labelled = pairs.filter(pl.col("query_id") == query_id)
     assert dict(zip(labelled["ticket_id"], labelled["label"])) == {ticket: str(VALUES[label]) for ticket, label in judged.items()}

@@ -1,10 +1,12 @@
 """Feedback cannot talk the gate into a worse model. On the retraining tests' stand-in pipeline (tests/retrain_standin.py:
-a model as good as its train labels are true, which searches its pool), a champion trained on partly false labels gets
-one journal of three judges, 60 new queries each, judged on its own search: honest (the generator's true labels of its
-top hit and of a hit from ranks 6-10), poisoned (that top hit NO, that lower hit YES) and shuffled (honest labels
-permuted). `feedback export` passes the honest batch and holds the other two for review; the model trained on the honest
-one passes the gate on the trusted pairs, and models trained on either held batch, as if a person had accepted it, fail
-there. Then `feedback review` lists, rejects and accepts. Run with -s to see the figures."""
+a model as good as its train labels are true, which searches its pool), a champion trained on partly false labels (the
+first registration: the champion at once) gets one journal of three judges, 60 new queries each, judged on its own
+search: honest (the generator's true labels of its top hit and of a hit from ranks 6-10, and one judgment on a ticket
+the index has and the dataset lacks), poisoned (that top hit NO, that lower hit YES) and shuffled (honest labels
+permuted). `feedback export` passes the honest batch, sets its one judgment aside, and holds the other two for review;
+the model trained on the honest one passes the gate on the trusted pairs, and models trained on either held batch, as if
+a person had accepted it, fail there. Then `feedback review` lists, rejects and accepts. A batch that only says YES to
+tickets the champion ranks low, and one too small to check, are held too. Run with -s to see the figures."""
 import io
 import random
 import shutil
@@ -20,14 +22,14 @@ from retrain_standin import register_trained
 from ticketsim import cli
 from ticketsim.config import DatasetConfig, GateRule, SyntheticConfig, TrackingConfig, load_params
 from ticketsim.data.csvsource import read_corpus, write_corpus
-from ticketsim.data.feedback import Journal, export
+from ticketsim.data.feedback import Journal, Judgment, export
 from ticketsim.data.intake import text_query_id
 from ticketsim.data.review import review_log
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import LABELS, Corpus
 from ticketsim.data.validate import DataError, IntakeReport
 from ticketsim.lifecycle.feedback_check import checked_export
-from ticketsim.lifecycle.promotion import GATE_TAG, run_gate
+from ticketsim.lifecycle.promotion import FIRST, GATE_TAG, run_gate
 from ticketsim.lifecycle.registry import CHAMPION, aliases, latest_version
 from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.lifecycle.trusted import TAG, marked_pairs
@@ -77,15 +79,19 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
     marked_pairs_count = pl.read_csv(marked).height
     params = replace(params, gate=replace(params.gate, trusted_pairs=str(marked)))
 
-    v1, champion, _ = register_trained(params, DATASET, truth)
-    first = run_gate(params)
-    assert first.promoted and "Frozen with poison-helpdesk v1 as its trusted pairs" in first.markdown
-    assert latest_version(params.tracking, model).tags[TAG]
+    v1, champion, _ = register_trained(params, DATASET, truth)     # a fresh registration: the champion, nothing to judge
+    assert aliases(params.tracking, model) == {CHAMPION: v1}
+    assert latest_version(params.tracking, model).tags[GATE_TAG] == FIRST and latest_version(params.tracking, model).tags[TAG]
+    assert "is the champion since its registration" in run_gate(params).markdown
     print(f"\nthe champion v1: {champion.false_share:.0%} of its train labels false")
 
     journal = Journal(tmp_path / "feedback" / "judgments.jsonl")
     for part, (kind, via) in enumerate((("honest", "page"), ("poisoned", "api"), ("shuffled", "model"))):
         judge_batch(journal, corpus, champion, enduser.slice(part * QUERIES, QUERIES), gold, kind, via)
+    index_only = {"ticket_id": "T-INDEX", "subject": "Pump seal", "description": "Seal leaks", "solution": "New seal"}
+    asked = enduser.row(0, named=True)     # an honest query of the page, judged on a ticket added with `index add` alone
+    assert journal.record(Judgment(asked["subject"], asked["description"], "T-INDEX", "NO", "page"), index_only,
+                          JUDGED_AT).status == "recorded"
     pairs_before = read_corpus(folder, fractions, IntakeReport()).pairs.height
     checked = checked_export(params, journal.path, folder, fractions, JUDGED_AT)
     print(checked.render())
@@ -95,9 +101,11 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
     assert honest.status == "passed" and not honest.reasons
     assert honest.figures["concordance"] >= review.min_concordance and honest.figures["top_no"] <= review.max_top_no
     assert poisoned.status == "held" and poisoned.figures["top_no"] == 1.0 and poisoned.figures["concordance"] == 0.0
-    assert [reason.split(":")[0] for reason in poisoned.reasons] == ["top_no", "concordance"]
+    assert [reason.split(":")[0] for reason in poisoned.reasons] == ["top_no", "low_yes", "concordance"]
     assert shuffled.status == "held" and shuffled.reasons
     assert checked.export.intake.added.get("queries") == QUERIES and checked.export.held_back == 4 * QUERIES
+    assert [line.split(": ", 1)[1] for line in checked.export.set_aside] == [
+        f"pair ({text_query_id(asked['subject'], asked['description'])}, T-INDEX): ticket 'T-INDEX' is not in the dataset"]
     assert read_corpus(folder, fractions, IntakeReport()).pairs.height == pairs_before + 2 * QUERIES
 
     v2, candidate, _ = register_trained(params, DATASET, truth)
@@ -134,8 +142,34 @@ def test_poisoned_and_shuffled_feedback_is_held_and_fails_the_gate_on_the_truste
         assert {b.judge: b.status for b in log.batches().values()} == {"page": "passed", "api": "rejected", "model": "accepted"}
     code, again, _ = ticketsim("feedback", "export", "--journal", str(journal.path), "--dataset", DATASET)   # nothing new to check
     assert code == 0 and "checked against" not in again and "held back 120 judgment(s)" in again
-    assert "already in the folder: 240" in again
+    assert "already in the folder: 240" in again and "set aside 1 judgment(s)" in again     # kept for later
     assert read_corpus(folder, fractions, IntakeReport()).pairs.height == pairs_before + 4 * QUERIES
+
+
+def test_a_batch_that_says_yes_only_where_the_champion_ranks_low_and_one_too_small_to_check_are_held(tmp_path, monkeypatch):
+    """Against a champion fresh from its registration: one judge says YES to one ticket of ranks 6-10 for each of 60
+    queries (no top hit judged, no two tickets of a query: neither top_no nor concordance can see it), another judges 4
+    queries honestly (8 judgments: no figure rests on min_judged); the honest batch beside them passes."""
+    monkeypatch.delenv(URI_VARIABLE, raising=False)
+    corpus, enduser, gold, truth, params = world(tmp_path)
+    folder, fractions = Path(params.dataset(DATASET).raw), params.dataset(DATASET).split
+    _, champion, _ = register_trained(params, DATASET, truth)
+    journal = Journal(tmp_path / "feedback" / "judgments.jsonl")
+    for queries, kind, via in ((enduser.head(QUERIES), "yes-low", "api"), (enduser.slice(QUERIES, QUERIES), "honest", "page"),
+                               (enduser.slice(2 * QUERIES, 4), "honest", "model")):
+        judge_batch(journal, corpus, champion, queries, gold, kind, via)
+    checked = checked_export(params, journal.path, folder, fractions, JUDGED_AT)
+    print(f"\n{checked.render()}")
+    by_judge = {batch.judge: batch for batch in checked.batches}
+    pushing, honest, small = by_judge["api"], by_judge["page"], by_judge["model"]
+    review = params.gate.review
+    assert pushing.status == "held" and [reason.split(":")[0] for reason in pushing.reasons] == ["low_yes"]
+    assert (pushing.figures["top_hits"], pushing.figures["low_hits"], pushing.figures["low_yes"]) == (0, QUERIES, 1.0)
+    assert f"low_yes: 100% of the {QUERIES} judged tickets the champion ranks below its top {review.top_k} hits" in pushing.reasons[0]
+    assert small.status == "held" and [reason.split(":")[0] for reason in small.reasons] == ["unchecked"]
+    assert "its 8 judgment(s) are too few to check against the champion" in small.reasons[0]
+    assert honest.status == "passed" and honest.figures["low_yes"] <= review.max_low_yes
+    assert checked.export.intake.added.get("queries") == QUERIES and checked.export.held_back == QUERIES + 8
 
 
 def ticketsim(*args: str) -> tuple[int, str, str]:

@@ -1,6 +1,9 @@
-"""The quality gate: per-metric verdicts and their Markdown, the registry's champion/previous aliases, the dvc fallback,
-and champion and candidate scored on the same pairs (a harder dev set must not fail an unchanged model)."""
+"""The quality gate: per-metric verdicts and their Markdown, the registry's champion/previous aliases, the first
+registration made the champion, a candidate compared with a champion only, and champion and candidate scored on the
+same pairs (a harder dev set must not fail an unchanged model)."""
 import json
+import runpy
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -10,23 +13,26 @@ import mlflow
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 from benchmarks.common import make_bundle
 from retrain_workspace import fake_version
 
 from ticketsim import cli
 from ticketsim.app.pyfunc import log_bundle
 from ticketsim.bundle.evaluation import evaluate_bundle
+from ticketsim.bundle.loader import Scorer
 from ticketsim.config import DatasetConfig, GateRule, TrackingConfig, load_params
 from ticketsim.data.csvsource import write_corpus
 from ticketsim.data.tables import Corpus
 from ticketsim.errors import StepError
 from ticketsim.evaluate.protocols import rerank_by_query
-from ticketsim.lifecycle.gate import compare, dvc_baseline
+from ticketsim.lifecycle.gate import compare
 from ticketsim.lifecycle.gate_pairs import gate_pairs
-from ticketsim.lifecycle.promotion import GATE_TAG, gate_rules, run_gate
+from ticketsim.lifecycle.promotion import FIRST, GATE_TAG, crown_first, gate_rules, run_gate
 from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS, aliases, latest_version, promote, rollback, tag_version
 from ticketsim.lifecycle.tracking import URI_VARIABLE, log_metrics, metric_values, stage_run
 from ticketsim.lifecycle.trusted import TAG
+from ticketsim.search.index import build_index, model_hash
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = {"map": GateRule("max", 0.01), "mse": GateRule("min", 0.05)}
@@ -62,16 +68,11 @@ def test_gate_params_name_the_final_variants_metrics_as_mlflow_logs_them():
     assert params.siamese.registered_name(params.retrain.dataset) == f"{params.siamese.registered_model}-default"
 
 
-def test_dvc_baseline_reads_the_old_values_of_the_final_variants_metrics_file():
-    diff = {"metrics/default/siamese/22.json": {"#22.dev.rerank.map": {"old": 0.7, "new": 0.8, "diff": 0.1},
-                                                "#22.dev.retrieve.map@10": {"new": 0.3}, "training.epochs": {"old": 3}},
-            "metrics/semeval/siamese/22.json": {"#22.dev.rerank.map": {"old": 0.5, "new": 0.5}}}
-    assert dvc_baseline(diff, "metrics/default/siamese/22.json", "#22.") == {"dev.rerank.map": 0.7}
-
-
 @pytest.mark.slow
-def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monkeypatch, registry):
-    """No registry champion: the champion's metrics are `dvc metrics diff main`'s old values."""
+def test_without_a_champion_the_candidate_is_the_first_model_whatever_the_metrics_committed_on_main(tmp_path, monkeypatch,
+                                                                                                    registry):
+    """A registry without a champion (registered before the first version was made one): the gate compares a candidate
+    with a champion only, so it passes as the first model, not judged against `main`'s better metrics file."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, check=True)
@@ -84,11 +85,12 @@ def test_dvc_fallback_compares_with_the_metrics_committed_on_main(tmp_path, monk
     subprocess.run([*git, "commit", "-q", "-m", "champion metrics"], cwd=tmp_path, check=True)
     monkeypatch.chdir(tmp_path)
     params = registry("fallback")
-    params = replace(params, gate=replace(params.gate, metrics={"dev.rerank.map": GateRule("max", 0.01)}, baseline_rev="main"))
+    params = replace(params, gate=replace(params.gate, metrics={"dev.rerank.map": GateRule("max", 0.01)}))
     fake_version(params, 0.80)
     outcome = run_gate(params)
-    assert not outcome.passed and "`main` (dvc metrics diff)" in outcome.markdown and "| 0.9000 | 0.8000 |" in outcome.markdown
-    assert aliases(params.tracking, params.siamese.registered_name(params.retrain.dataset)) == {}
+    assert outcome.passed and outcome.promoted and "no champion yet, so this is the first model" in outcome.markdown
+    assert "| `dev.rerank.map` | – | 0.8000 | – | new (nothing to compare) |" in outcome.markdown
+    assert aliases(params.tracking, params.siamese.registered_name(params.retrain.dataset)) == {CHAMPION: "1"}
 
 
 # ---------------------------------------------------------------- the registry (a temporary SQLite store)
@@ -104,8 +106,7 @@ def registry(store, monkeypatch):
     """Params on the test store, one registered model name per test."""
     monkeypatch.delenv(URI_VARIABLE, raising=False)
     base = load_params(REPO / "params.yaml")
-    return lambda model: replace(base, tracking=store, siamese=replace(base.siamese, registered_model=model),
-                                 gate=replace(base.gate, baseline_rev="no-such-revision"))
+    return lambda model: replace(base, tracking=store, siamese=replace(base.siamese, registered_model=model))
 
 
 def test_promote_and_rollback_move_the_champion_and_previous_aliases(registry):
@@ -119,6 +120,56 @@ def test_promote_and_rollback_move_the_champion_and_previous_aliases(registry):
     assert promote(cfg, model, v1) is None and aliases(cfg, model) == {CHAMPION: v1}
     assert promote(cfg, model, v2) == v1 and aliases(cfg, model) == {CHAMPION: v2, PREVIOUS: v1}
     assert rollback(cfg, model) == (v1, v2) and aliases(cfg, model) == {CHAMPION: v1, PREVIOUS: v2}
+
+
+def test_the_first_registration_is_the_champion_and_the_next_is_judged_against_it(registry):
+    params = registry("first")
+    cfg, model, dataset = params.tracking, params.siamese.registered_name(params.retrain.dataset), params.retrain.dataset
+    v1 = fake_version(params, 0.70)
+    said = crown_first(params, dataset, v1)
+    assert said.startswith(f"{model} v1 is the champion: the first version registered, nothing to compare it with (tag "
+                           f"gate: first). Frozen with {model} v1 as its trusted pairs: ")
+    assert aliases(cfg, model) == {CHAMPION: v1}
+    assert latest_version(cfg, model).tags[GATE_TAG] == FIRST and latest_version(cfg, model).tags[TAG]
+    nothing = run_gate(params)
+    assert nothing.passed and nothing.result is None and "is the champion since its registration" in nothing.markdown
+    v2 = fake_version(params, 0.60)
+    assert crown_first(params, dataset, v2) is None and aliases(cfg, model) == {CHAMPION: v1}
+    worse = run_gate(params)
+    assert not worse.passed and f"vs champion {model} v1" in worse.markdown and "Decided on the trusted pairs" in worse.markdown
+    assert aliases(cfg, model) == {CHAMPION: v1}
+
+
+def test_the_register_stage_makes_the_first_version_the_champion_and_says_so(search_parts, store, tmp_path, capsys,
+                                                                             monkeypatch):
+    """stages/register.py on a tiny bundle and its index: the first version is the champion at once, said in the stage's
+    output and its tags; the second is registered only, for the gate to judge."""
+    monkeypatch.delenv(URI_VARIABLE, raising=False)
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
+    corpus = search_parts.corpus
+    build_index(Scorer.load(bundle), model_hash(bundle), corpus.tickets, out=tmp_path / "index")
+    folder = tmp_path / "labeled"
+    write_corpus(Corpus(corpus.tickets, corpus.queries,
+                        corpus.pairs.filter(pl.col("split") != "test").with_columns(split=pl.lit("dev"))), folder)
+    (tmp_path / "final.json").write_text(json.dumps({"#22-tuned": {"dev": {"rerank": {"map": 0.7}}}}))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({
+        "seed": 0, "datasets": {"helpdesk": {"source": "csv", "raw": str(folder)}}, "siamese": {"registered_model": "stage"},
+        "tracking": {"uri": store.uri, "experiment": store.experiment, "artifact_location": store.artifact_location}}))
+    shutil.copy2(REPO / "params-research.yaml", tmp_path)     # the variants siamese.final names
+    argv = ["stages/register.py", "helpdesk", "--bundle", str(bundle), "--index", str(tmp_path / "index"),
+            "--results", str(tmp_path / "final.json"), "--params", str(tmp_path / "params.yaml")]
+    said = []
+    for _ in range(2):
+        monkeypatch.setattr(sys, "argv", argv)
+        runpy.run_path(str(REPO / "stages" / "register.py"), run_name="__main__")
+        said.append(capsys.readouterr().out)
+    dev = corpus.pairs.filter(pl.col("split") != "test")
+    assert ("register@helpdesk: stage-helpdesk v1 is the champion: the first version registered, nothing to compare it "
+            f"with (tag gate: first). Frozen with stage-helpdesk v1 as its trusted pairs: {dev.height} dev pairs") in said[0]
+    assert "register@helpdesk: stage-helpdesk version 2 (run " in said[1] and "champion" not in said[1]
+    assert aliases(store, "stage-helpdesk") == {CHAMPION: "1"}
+    first = mlflow.MlflowClient(store.uri, store.uri).get_model_version("stage-helpdesk", "1").tags
+    assert first[GATE_TAG] == FIRST and first[TAG]
 
 
 def test_gate_promotes_a_better_version_keeps_the_champion_against_a_worse_one_and_judges_once(registry, capsys):

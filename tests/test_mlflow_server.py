@@ -42,7 +42,7 @@ def retrain_gate_and_rollback_over_http(tmp_path: Path, server: Server) -> None:
     ws = make_workspace(tmp_path / "repo", tracking_uri=server.uri, remote=False)
     first = ws.ticketsim("retrain")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert f"==> MLflow tracking {server.uri}: ok" in first.stdout and "first model" in first.stdout
+    assert f"==> MLflow tracking {server.uri}: ok" in first.stdout and "is the champion since its registration" in first.stdout
     assert "==> dvc pull" not in first.stdout and "==> dvc push" not in first.stdout   # no DVC remote configured
     client, model = mlflow.MlflowClient(server.uri, server.uri), f"{ws.params()['siamese']['registered_model']}-default"
     store = TrackingConfig(uri=server.uri)

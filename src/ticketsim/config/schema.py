@@ -404,9 +404,12 @@ class ReviewConfig:
 
     top_k: int = param(3, "the champion's top hits: its first top_k tickets of a query", low=1)
     max_top_no: float = param(0.5, "held above this share of NO among the top hits judged", low=0, high=1)
+    max_low_yes: float = param(0.8, "held above this share of YES among the judged tickets the champion ranks low (beyond "
+                                    "its top_k hits, or not among its hits)", low=0, high=1)
     min_concordance: float = param(0.6, "held below this share of hit pairs ordered as the champion does", low=0, high=1)
     min_agreement: float = param(0.5, "held below this share of shared pairs labelled as others did", low=0, high=1)
-    min_judged: int = param(10, "each rate counts once it rests on this many judgments, hit pairs, shared pairs", low=1)
+    min_judged: int = param(10, "each rate counts once it rests on this many judgments (top hits, low-ranked), hit pairs, "
+                                "shared pairs; a batch checked against a champion on which none does is held", low=1)
 
 
 @dataclass(frozen=True)

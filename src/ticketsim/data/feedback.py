@@ -16,7 +16,9 @@ fixed or removed: `ticketsim feedback export` refuses the journal while it is th
 
 Exporting: `pending` gives the judgments not handed over yet with their judge and the labels others gave the same pairs
 (what ticketsim.lifecycle.feedback_check checks); `export` hands over those its `take` accepts (ticketsim.data.review's
-passed and accepted batches), the rest held back.
+passed and accepted batches), the rest held back. A judgment on a ticket or query the dataset lacks (a ticket added to
+the index alone, with `ticketsim index add`) is set aside and named, not exported and not refusing the others: it stays
+in the journal, and a later export hands it over once the dataset has its ticket (`ticketsim pairs add --tickets`).
 """
 from __future__ import annotations
 
@@ -210,12 +212,14 @@ def append(path: Path, record: dict) -> int:
 @dataclass(frozen=True)
 class Export:
     """What `ticketsim feedback export` did: the intake of the new judgments, those the folder has already, those it
-    left out because the folder labels the pair otherwise, and those it held back (`take` said no: held for review)."""
+    left out because the folder labels the pair otherwise, those it held back (`take` said no: held for review), and
+    those it set aside because the dataset lacks their ticket or query (each 'journal:line: why')."""
 
     intake: IntakeResult
     present: int
     contradicting: tuple[str, ...]
     held_back: int = 0
+    set_aside: tuple[str, ...] = ()
 
     def render(self) -> str:
         lines = [self.intake.render(), f"already in the folder: {self.present} judgment(s)"]
@@ -226,6 +230,10 @@ class Export:
         if self.held_back:
             lines.append(f"held back {self.held_back} judgment(s): held or rejected in review, or not checked yet "
                          "(`ticketsim feedback review`)")
+        if self.set_aside:
+            lines.append(f"set aside {len(self.set_aside)} judgment(s) on tickets or queries the dataset lacks, kept in the "
+                         "journal: a later export hands them over once the dataset has them (`ticketsim pairs add --tickets`):")
+            lines += [f"  {reason}" for reason in self.set_aside]
         return "\n".join(lines)
 
 
@@ -245,12 +253,13 @@ def export(journal: str | Path, folder: str | Path, fractions: dict[str, float],
     """Hand the journal's judgments to a csv dataset's folder through the intake of `ticketsim pairs add`.
 
     Judgments the folder already holds with the same label are passed over, those it labels otherwise are left out and
-    listed, those `take` refuses are held back, the rest goes in as one batch (all or nothing, each problem as
-    journal:line). Run it again at any time: it adds only what is new."""
+    listed, those `take` refuses are held back, those on a ticket or query the dataset lacks are set aside and listed,
+    the rest goes in as one batch (all or nothing, each problem as journal:line). Run it again at any time: it adds
+    only what is new."""
     journal, folder = Path(journal), Path(folder)
     batch, _ = read_journal(journal, now)
-    labelled = folder_labels(folder)
-    keep, present, contradicting, held_back = [], 0, [], 0
+    labelled, lacking = folder_labels(folder), absent(folder, batch)
+    keep, present, contradicting, held_back, set_aside = [], 0, [], 0, []
     for query_id, ticket_id, label, origin in batch["pairs"].select("query_id", "ticket_id", "label", ORIGIN).iter_rows():
         key = (query_id, ticket_id.strip())
         known = labelled.get(key)
@@ -262,12 +271,30 @@ def export(journal: str | Path, folder: str | Path, fractions: dict[str, float],
                                  f"at {known.origin}")
         elif not taken:
             held_back += 1
+        elif why := lacking(key):
+            set_aside.append(f"{origin}: pair ({query_id}, {ticket_id}): {why}")
+            taken = False
         keep.append(taken)
     pairs = batch["pairs"].filter(pl.Series(keep, dtype=pl.Boolean))
     queries = batch["queries"].filter(pl.col("query_id").is_in(pairs["query_id"].implode()))
     intake = add_batch(folder, journal, {**batch, "pairs": pairs, "queries": queries}, fractions) if pairs.height else \
         IntakeResult(journal, {})
-    return Export(intake, present, tuple(contradicting), held_back)
+    return Export(intake, present, tuple(contradicting), held_back, tuple(set_aside))
+
+
+def absent(folder: Path, batch: dict[str, pl.DataFrame]) -> Callable[[Key], str | None]:
+    """Why the folder cannot take a judgment: its ticket is not in the dataset, or its query is neither there nor
+    given by its text in the journal; None when it can."""
+    tickets = {str(t or "").strip() for t in read_table(table_file(folder, "tickets"), "tickets")["ticket_id"]}
+    queries = {str(q or "").strip() for q in read_table(table_file(folder, "queries"), "queries")["query_id"]}
+    queries |= set(batch["queries"]["query_id"])
+
+    def why(key: Key) -> str | None:
+        query_id, ticket_id = key
+        if ticket_id not in tickets:
+            return f"ticket {ticket_id!r} is not in the dataset"
+        return None if query_id in queries else f"query {query_id!r} is not in the dataset and has no text in the journal"
+    return why
 
 
 def pending(journal: str | Path, folder: str | Path, now: datetime) -> pl.DataFrame:

@@ -5,12 +5,16 @@ a person (ticketsim.data.review, `ticketsim feedback review`).
 A judge is where a judgment came from as the journal records it (`via`: page, api, model). For each judge's new
 judgments, with the champion's search of each judged query (its first hits, as the page shows them by default):
 - top_no: of the judged tickets among the champion's first `gate.review.top_k` hits, the share marked NO;
-- low_yes: of the other judged tickets (ranked lower, or not among the hits), the share marked YES (shown only);
+- low_yes: of the judged tickets it ranks low, i.e. all the others (beyond its first top_k hits, or not among its hits
+  at all), the share marked YES: a judge who only says YES where the champion ranks low is pushing tickets up;
 - concordance: of two judged tickets of one query with different labels and ranks, the share the champion ranks in
   the labels' order (a ticket beyond its hits ranks below them all);
 - agreement: of its judgments of pairs others labelled too, the share with their label.
-The batch is held when top_no is above `max_top_no`, concordance below `min_concordance` or agreement below
-`min_agreement`, each once it rests on `min_judged` top hits, hit pairs or shared labels.
+The batch is held when top_no is above `max_top_no`, low_yes above `max_low_yes`, concordance below `min_concordance`
+or agreement below `min_agreement`, each once it rests on `min_judged` top hits, low-ranked tickets, hit pairs or shared
+labels. Checked against a champion, a batch on which none of them rests on `min_judged` is held too, not passed
+unchecked: every judgment counts for top_no or low_yes, so that is a batch of under 2 * min_judged - 1 judgments, which
+a person accepts or rejects. Without a champion only agreement is checked.
 """
 from __future__ import annotations
 
@@ -107,8 +111,8 @@ def judge_figures(rows: pl.DataFrame, ranks: dict[Key, int] | None, top_k: int) 
             by_query[query].append((grade, rank))
         ordered = [(grade_a > grade_b) == (rank_a < rank_b) for judged in by_query.values()
                    for (grade_a, rank_a), (grade_b, rank_b) in combinations(judged, 2) if grade_a != grade_b and rank_a != rank_b]
-        figures |= {"top_hits": len(top), "top_no": share(top, LABELS["NO"]), "low_yes": share(low, LABELS["YES"]),
-                    "hit_pairs": len(ordered), "concordance": share(ordered, True)}
+        figures |= {"top_hits": len(top), "top_no": share(top, LABELS["NO"]), "low_hits": len(low),
+                    "low_yes": share(low, LABELS["YES"]), "hit_pairs": len(ordered), "concordance": share(ordered, True)}
     alike = [grade == other for grade, others in rows.select("label", "others").iter_rows() for other in others]
     return figures | {"shared": len(alike), "agreement": share(alike, True)}
 
@@ -123,10 +127,18 @@ def reasons(figures: dict[str, float | int | None], cfg: ReviewConfig) -> list[s
     if figures.get("top_hits", 0) >= cfg.min_judged and figures["top_no"] > cfg.max_top_no:
         found.append(f"top_no: {figures['top_no']:.0%} of the {figures['top_hits']} judged tickets among the champion's top "
                      f"{cfg.top_k} hits are marked NO (gate.review.max_top_no: {cfg.max_top_no:.0%})")
+    if figures.get("low_hits", 0) >= cfg.min_judged and figures["low_yes"] > cfg.max_low_yes:
+        found.append(f"low_yes: {figures['low_yes']:.0%} of the {figures['low_hits']} judged tickets the champion ranks below "
+                     f"its top {cfg.top_k} hits are marked YES (gate.review.max_low_yes: {cfg.max_low_yes:.0%})")
     if figures.get("hit_pairs", 0) >= cfg.min_judged and figures["concordance"] < cfg.min_concordance:
         found.append(f"concordance: the champion ranks {figures['concordance']:.0%} of {figures['hit_pairs']} pairs of judged "
                      f"tickets with different labels in the labels' order (gate.review.min_concordance: {cfg.min_concordance:.0%})")
     if figures["shared"] >= cfg.min_judged and figures["agreement"] < cfg.min_agreement:
         found.append(f"agreement: {figures['agreement']:.0%} of {figures['shared']} labels others gave its pairs are its own "
                      f"(gate.review.min_agreement: {cfg.min_agreement:.0%})")
+    counts = ("top_hits", "low_hits", "hit_pairs", "shared")
+    if "top_hits" in figures and all(figures[count] < cfg.min_judged for count in counts):
+        found.append(f"unchecked: its {figures['judgments']} judgment(s) are too few to check against the champion ("
+                     + ", ".join(f"{count} {figures[count]}" for count in counts)
+                     + f"; a figure counts from gate.review.min_judged: {cfg.min_judged})")
     return found

@@ -1,6 +1,6 @@
 """The retraining quality gate: a candidate model's metrics against the champion's, metric by metric, as a verdict and a
 Markdown table. Pure logic: ticketsim.lifecycle.promotion gets the metrics (both models scored on the trusted pairs of
-ticketsim.lifecycle.trusted, else stored figures: the registry's, `dvc metrics diff`).
+ticketsim.lifecycle.trusted; without a champion, the first model's stored figures, with nothing to compare them with).
 """
 from __future__ import annotations
 
@@ -73,13 +73,3 @@ def judge(metric: str, rule: GateRule, champion: float | None, candidate: float 
 
 def number(value: float | None, sign: bool = False) -> str:
     return "–" if value is None else f"{value:+.4f}" if sign else f"{value:.4f}"
-
-
-def dvc_baseline(diff: dict[str, dict[str, dict[str, float | None]]], path: str, prefix: str) -> dict[str, float]:
-    """The 'old' values in `dvc metrics diff --json` output of the keys under `prefix` in one metrics file, unprefixed.
-
-    Keys are the dotted paths inside the file, as tracking.log_metrics flattens them before sanitizing.
-    """
-    metrics = next((m for p, m in diff.items() if p.replace("\\", "/") == path), {})
-    return {key.removeprefix(prefix): values["old"] for key, values in metrics.items()
-            if key.startswith(prefix) and isinstance(values, dict) and isinstance(values.get("old"), (int, float))}

@@ -4,25 +4,24 @@ against the champion, tagged, and promoted when it passes. Steps are printed as 
 The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
 {"dev": {"rerank": {"map": ...}}, ...}). The newest version is the candidate; once judged it carries the tag `gate`
-(passed / failed), so it is judged once. The champion and the candidate are both loaded and scored in the gate's own
-run (ticketsim.lifecycle.gate_pairs) on the trusted pairs (ticketsim.lifecycle.trusted: the dev pairs frozen with the
-champion at its promotion, which no later feedback changes), the dev pairs added since shown beside them; a promoted
-version has the dev pairs of that moment frozen with it. Without a registry champion there is no model to score: the
-champion's figures are the final variant's metrics file (BASELINE_FILE, as dvc.yaml's final stage writes it) on
-`gate.baseline_rev`, against the candidate's stored ones. A dry run (`record` False) writes nothing to the registry.
+(passed / failed), so it is judged once. The first version registered with quality figures has nothing to compare it
+with: the register stage makes it the champion at once (`crown_first`: tag `gate: first`, its dev pairs frozen), so
+the feedback checks have a champion from the first build. The champion and the candidate are both loaded and scored in
+the gate's own run (ticketsim.lifecycle.gate_pairs) on the trusted pairs (ticketsim.lifecycle.trusted: the dev pairs
+frozen with the champion at its promotion, which no later feedback changes), the dev pairs added since shown beside
+them; a promoted version has the dev pairs of that moment frozen with it. A candidate is compared with a registry
+champion only: without one (a registry from before `crown_first`) it is the first model, and passes. A dry run
+(`record` False) writes nothing to the registry.
 How a new version comes to be registered (two roads) is ticketsim.workflows.retrain's.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ticketsim.config import GateRule, Params
 from ticketsim.errors import StepError
-from ticketsim.lifecycle.gate import GateResult, compare, dvc_baseline
+from ticketsim.lifecycle.gate import GateResult, compare
 from ticketsim.lifecycle.gate_pairs import version_figures
 from ticketsim.lifecycle.registry import (
     CHAMPION,
@@ -37,7 +36,7 @@ from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.lifecycle.trusted import freeze, gate_basis
 
 GATE_TAG = "gate"
-BASELINE_FILE = "metrics/{dataset}/final.json"     # the final stage's: {"#<final>-tuned": results, ...}
+FIRST = "first"     # GATE_TAG of the version made champion at its registration, with nothing to compare it with
 
 
 class RetrainError(StepError):
@@ -77,29 +76,23 @@ def run_gate(params: Params, version: str | None = None, record: bool = True) ->
     judged = candidate.tags.get(GATE_TAG)
     if version is None and (judged or (champion and champion.version == candidate.version)):
         state = "the champion" if champion and champion.version == candidate.version else f"judged before (gate: {judged})"
+        if judged == FIRST:
+            state += " since its registration (the first version: nothing to compare it with)"
         return GateOutcome(f"### Quality gate: nothing new\n\n{label(candidate)} is {state}; no newer version was registered.\n",
                            candidate)
-    rules, scored, aside = gate_rules(params), None, ""
+    rules, scored, aside, baseline, figures, basis = gate_rules(params), None, "", None, candidate.metrics, None
     if champion is not None:   # both models scored here, on the same trusted pairs: like with like
         scored = gate_basis(params, champion)
         sets = [scored.decide, *([scored.new] if scored.new else [])]
         print(f"==> scoring {label(champion)} and {label(candidate)} on {'; and '.join(p.describe() for p in sets)}", flush=True)
         (baseline, *new_baseline), (figures, *new_figures) = (version_figures(cfg, v, sets, params.evaluation)
                                                               for v in (champion, candidate))
-        baseline_label, basis = label(champion), scored.basis()
+        basis = scored.basis()
         if scored.new:
             aside = (f"\n#### New dev pairs: shown, not deciding\n\n{scored.new.describe()}.\n\n"
                      + compare(new_baseline[0], new_figures[0], rules).table())
-    else:
-        row = params.siamese.final_row(params.dataset(params.retrain.dataset))
-        diff = dvc_metrics_diff(params.gate.baseline_rev)
-        path = BASELINE_FILE.format(dataset=params.retrain.dataset)
-        baseline = {sanitize(key): value for key, value in dvc_baseline(diff, path, f"#{row}.").items()}
-        baseline_label, figures = f"`{params.gate.baseline_rev}` (dvc metrics diff)", candidate.metrics
-        basis = ("No champion model to score: the figures are those stored with each (the candidate's registration run, "
-                 f"{path} on `{params.gate.baseline_rev}`), each measured on the dev pairs of its own run.") if baseline else None
-    result = compare(baseline or None, figures, rules)
-    markdown = result.markdown(label(candidate), baseline_label if baseline else None, basis) + aside
+    result = compare(baseline, figures, rules)   # no champion: the first model, nothing to compare it with
+    markdown = result.markdown(label(candidate), label(champion) if champion else None, basis) + aside
     if not record:
         return GateOutcome(markdown + "\nDry run: nothing was written to the registry (no tag, no promotion).\n", candidate,
                            result)
@@ -110,21 +103,23 @@ def run_gate(params: Params, version: str | None = None, record: bool = True) ->
     return GateOutcome(markdown, candidate, result, result.passed)
 
 
+def crown_first(params: Params, dataset: str, version: str) -> str | None:
+    """Make `version` of `dataset`'s registered model, just registered with quality figures, the champion when the model
+    has none: the first registration, with nothing to compare it with (tag `gate: first`), its dev pairs frozen with it
+    as a promotion freezes them. A line saying so; None when there is a champion (the gate judges the version)."""
+    cfg, model = params.tracking, params.siamese.registered_name(dataset)
+    if version_by_alias(cfg, model, CHAMPION) is not None:
+        return None
+    own = replace(params, retrain=replace(params.retrain, dataset=dataset))    # the dev pairs of the model's own dataset
+    frozen = freeze(own, model_version(cfg, model, version), None)
+    tag_version(cfg, model, version, {GATE_TAG: FIRST})
+    promote(cfg, model, version)    # last: a champion is never seen without its frozen pairs
+    return (f"{model} v{version} is the champion: the first version registered, nothing to compare it with "
+            f"(tag {GATE_TAG}: {FIRST}). {frozen.strip()}")
+
+
 def label(version: ModelVersion) -> str:
     return f"{version.model} v{version.version} (run {version.run_id})"
-
-
-def dvc_metrics_diff(rev: str) -> dict:
-    """`dvc metrics diff <rev> --all --json`, or {} when there is nothing to diff against (no git, no such revision)."""
-    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], capture_output=True, check=False)
-    if known.returncode:  # asking git first is instant; DVC would take seconds to say the same
-        return {}
-    done = subprocess.run([sys.executable, "-m", "dvc", "metrics", "diff", rev, "--all", "--json"],
-                          capture_output=True, text=True, check=False)
-    try:
-        return json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
-    except json.JSONDecodeError:
-        return {}
 
 
 def write_github(summary: Path | None, outputs: Path | None, outcome: GateOutcome) -> None:
