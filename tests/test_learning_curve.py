@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from ticketsim.config import ConfigError
+from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.training import learning_curve as lc
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.selection import query_folds
@@ -50,14 +51,24 @@ def test_samples_are_seeded_nested_and_drawn_from_the_pool_only():
     assert lc.sample_queries(pool, None, 0, 1) == pool
 
 
+def random_matrix(data) -> ScoreMatrix:
+    """Random scores of every query against every ticket of `data`."""
+    queries, tickets = tuple(data.tokens.queries["query_id"]), tuple(data.tokens.tickets["ticket_id"])
+    return ScoreMatrix(queries, tickets, np.random.default_rng(0).random((len(queries), len(tickets))))
+
+
 class Scored:
-    """What a trained variant gives the curve: pair scores (random here) of the pairs it was trained with."""
+    """What a trained variant gives the curve: pair scores (random here) of the pairs it was trained with, and of every
+    query against every ticket."""
 
     def __init__(self, data, variant, seed, hidden=None, epochs=None):
-        self.pairs = data.pairs
+        self.pairs, self.data = data.pairs, data
 
     def pair_scores(self) -> np.ndarray:
         return np.random.default_rng(0).random(self.pairs.height)
+
+    def pool_scores(self) -> ScoreMatrix:
+        return random_matrix(self.data)
 
     def scores_on(self, other) -> np.ndarray:
         """Another view's pairs: right (by label) on the queries this model held out, upside down on every other."""
@@ -74,10 +85,11 @@ def trained_on(monkeypatch) -> list[pl.DataFrame]:
 
 
 def test_no_scored_query_is_trained_on_and_each_model_learns_from_n_of_its_pool(problem, trained_on):
-    by_query, extra = lc.trained_point(problem, FINAL, 6, seed=3, k=4, extra=["shift"])
+    by_query, retrieved, extra = lc.trained_point(problem, FINAL, 6, seed=3, k=4, extra=["shift"])
     searched = problem.pairs.filter(pl.col("split").is_in(["train", "dev"]))
     folds = query_folds(searched["query_id"], 4, 3)
     assert sorted(by_query["query_id"]) == sorted(searched["query_id"].unique())     # every train + dev query once
+    assert sorted(retrieved["query_id"]) == sorted(by_query["query_id"])              # each also searching the base
     assert 0 <= extra["shift"] <= 1 and len(trained_on) == 4
     for held_out, pairs in enumerate(trained_on):
         train = set(pairs.filter(pl.col("split") == "train")["query_id"])
@@ -94,7 +106,7 @@ def test_no_scored_query_is_trained_on_and_each_model_learns_from_n_of_its_pool(
 
 def test_a_shift_view_is_scored_by_each_folds_model_on_that_folds_held_out_queries_only(problem, trained_on):
     view = replace(problem, pairs=problem.pairs.with_columns(source_rank=pl.lit(None, dtype=pl.Int32)))
-    _, figures = lc.trained_point(problem, FINAL, 6, seed=3, k=4, views={"later-year": view})
+    _, _, figures = lc.trained_point(problem, FINAL, 6, seed=3, k=4, views={"later-year": view})
     assert figures["later-year"] == 1.0     # each model is right on its own held-out queries, wrong on all the others
     report = curve(problem, ["4"], seeds=[0], views={"later-year": view})
     assert report["extra"] == ["shift", "later-year"] and report["curves"]["22"][0]["extra"]["later-year"]["mean"] == 1.0
@@ -103,7 +115,7 @@ def test_a_shift_view_is_scored_by_each_folds_model_on_that_folds_held_out_queri
 
 def curve(problem, sizes, **options) -> dict:
     """A curve of FINAL beside the same variant untrained ("zero") and random scores, 3 folds, the shift split scored."""
-    return lc.learning_curve(problem, {"22": FINAL, "zero": LABEL_FREE}, {"random": np.random.default_rng(0).random(problem.pairs.height)},
+    return lc.learning_curve(problem, {"22": FINAL, "zero": LABEL_FREE}, {"random": random_matrix(problem)},
                              sizes, k=3, extra=["shift"], reference="zero", resamples=200, **options)
 
 
@@ -116,6 +128,8 @@ def test_sizes_above_the_pool_are_skipped_and_the_cli_writes_its_table_json_and_
     four, every = report["curves"]["22"]
     assert four["queries"] == 4 and every["queries"] >= pool and every["vs_reference"]["queries"] > 0
     assert len(four["cv_map"]["values"]) == 2 and 0 <= four["extra"]["shift"]["mean"] <= 1
+    assert len(four["cv_retrieve"]["values"]) == 2 and report["decides"] == "retrieve"
+    assert set(four["vs_reference"]) >= {"p", "mean_difference"} and set(four["query_rr"]) == set(four["query_ap"])
     assert set(report["lines"]["zero"]["query_ap"]) == set(four["query_ap"])   # the lines are over the same queries
     with pytest.raises(ConfigError, match="not an untrained line"):
         lc.learning_curve(problem, {"22": FINAL}, {}, ["4"], [0], 3, reference="BM25")

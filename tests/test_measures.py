@@ -47,7 +47,9 @@ def test_ranking_by_hand():
     assert got["mrr@3"] == pytest.approx((1 / 2) / 3)
     assert got["acc@3"] == pytest.approx(1 / 3)
     assert got["map@1"] == got["mrr@1"] == got["acc@1"] == 0.0
-    assert set(got) == {f"{m}@{k}" for m in ("map", "mrr", "acc") for k in (1, 3, 5)}
+    # nDCG: YES gains 2, REL 1; the ideal puts the YES first, the REL second
+    assert got["ndcg@5"] == pytest.approx((2 / math.log2(3) + 1 / math.log2(5)) / (2 + 1 / math.log2(3)) / 3)
+    assert set(got) == {f"{m}@{k}" for m in ("map", "mrr", "ndcg", "acc") for k in (1, 3, 5)}
 
 
 def test_ranking_ties_by_ticket_id_ascending():

@@ -54,7 +54,7 @@ def retrain_gate_and_rollback_over_http(tmp_path: Path, server: Server) -> None:
     # gate -> promote -> rollback, through the command line, over HTTP
     params = load_params(ws.root / "params.yaml")
     params = replace(params, tracking=TrackingConfig(uri=server.uri, experiment=params.tracking.experiment))
-    fake_version(params, rerank_map=1.0, mse=0.0)
+    fake_version(params, ranking=1.0, mse=0.0)
     gate = ws.ticketsim("gate")
     assert gate.returncode == 0 and "promoted" in gate.stdout, gate.stdout + gate.stderr
     assert aliases(store, model) == {CHAMPION: "2", PREVIOUS: "1"}

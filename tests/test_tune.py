@@ -339,7 +339,7 @@ def test_more_folds_than_queries_is_a_config_error_and_cv_needs_rescore_mode(tmp
     params = cv_params(tmp_path, folds=1000)
     with pytest.raises(ConfigError, match="tune.folds: k = 1000 folds: need 3 <= k <= "):
         fold_models(cv_problem(params, *corpus_and_tokens), params.tune)
-    with pytest.raises(ConfigError, match="cv_map re-scores fold models trained once; set tune.mode: rescore"):
+    with pytest.raises(ConfigError, match="tune.objective: cv re-scores fold models trained once; set tune.mode: rescore"):
         TuneConfig(mode="retrain")
 
 
@@ -347,7 +347,8 @@ def test_the_default_search_is_on_and_cross_validated():
     from ticketsim.config import load_params
 
     for tune in (TuneConfig(), load_params(REPO / "params.yaml").tune):
-        assert tune.enabled and tune.objective == "cv_map" and tune.mode == "rescore" and tune.folds == 5
+        assert tune.enabled and tune.objective == "cv" and tune.mode == "rescore" and tune.folds == 5
+        assert tune.for_protocol("retrieve").objective == "cv_retrieve" and tune.for_protocol("rerank").objective == "cv_map"
 
 
 def test_every_learned_deployable_row_of_the_adapter_or_the_encoder_can_be_the_final_the_tuner_searches():

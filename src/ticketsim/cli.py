@@ -119,9 +119,11 @@ def model_commands(commands) -> Parsers:
     params.set_defaults(run=workflow("params:params_command"))
     select = commands.add_parser("select", help="configurations by k-fold CV over queries, under shift, paired tests, the "
                                                 "choice of siamese.final (trained and chosen on train + dev only)",
-                                 description="Cross-validated rerank MAP over the train + dev queries beside the dev MAP and "
-                                             "the MAP under each shift (lay split, later year, cross-part, cross-dataset), paired tests "
-                                             "over queries and the choice against siamese.unlabelled (docs/tuning.md)")
+                                 description="Cross-validated retrieval (each held-out train + dev query searching every "
+                                             "ticket: MRR@10, MAP@10, nDCG@10) and rerank MAP beside the dev MAP and the MAP "
+                                             "under each shift (lay split, later year, cross-part, cross-dataset), paired tests "
+                                             "over queries and the choice against siamese.unlabelled, decided by the dataset's "
+                                             "protocol (datasets.<name>.decides; docs/tuning.md)")
     select.add_argument("--workspace", type=Path, default=Path("."), help="the folder holding params.yaml and data/")
     select.add_argument("--dataset", help="a key of `datasets` in the workspace's params.yaml")
     select.add_argument("--variants", nargs="+",

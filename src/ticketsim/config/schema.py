@@ -77,9 +77,19 @@ class DatasetConfig:
                                     "labels siamese.unlabelled)")
     encoding: str | None = param(None, "csv: of its CSV files (cp1252, latin-1, ...); null: UTF-8 (JSONL is always UTF-8)")
     delimiter: str | None = param(None, "csv: of its CSV files (\";\", tab); null: a comma, or the ; or tab of the header")
+    decides: Literal["retrieve", "rerank"] | None = param(None, "the protocol that chooses its model (tune, select, curve, "
+                                                                "gate): retrieve (each query searches every ticket, the "
+                                                                "user's job) | rerank (each query orders its judged "
+                                                                "candidates); null: rerank for semeval2016 (candidates "
+                                                                "given, no knowledge base to search), else retrieve")
 
     def path(self, name: str) -> Path:
         return Path(self.raw) / name
+
+    @property
+    def protocol(self) -> Literal["retrieve", "rerank"]:
+        """What chooses this dataset's model: `decides`, or its source's default."""
+        return self.decides or ("rerank" if self.source == "semeval2016" else "retrieve")
 
 
 @dataclass(frozen=True)
@@ -270,6 +280,9 @@ class VariantConfig:
     rel: Literal["neither", "positive", "soft", "negative"] = param(
         "neither", "contrastive: a REL pair is left out | a positive | half of one | a hard negative")
     selfsup: bool = param(False, "first train the branches on pairs mined from the tickets (siamese.selfsup)")
+    negatives: bool = param(False, "train each train query against its hard negatives of the whole base too: the "
+                                   "unjudged tickets BM25 and S rank highest for it (siamese.selfsup's counts and skip), "
+                                   "as NO pairs")
     labels: bool = param(True, "then (or only) on the labelled pairs; false: no labelled pair is learnt from")
     train: dict[str, Any] = param({}, "this variant's values over siamese.train (lr, epochs, ...)")
     hidden: int | None = param(None, "the LSTM's size (channel h); null: siamese.hidden (the tune stage writes its choice)")
@@ -417,9 +430,11 @@ class GateConfig:
     """The retraining gate (`ticketsim gate`, `ticketsim retrain`): the new model version against the champion."""
 
     metrics: dict[str, GateRule] = param({
-        "dev.rerank.map": GateRule("max", 0.01), "dev.retrieve.map@10": GateRule("max", 0.01),
+        "dev.retrieve.mrr@10": GateRule("max", 0.01), "dev.retrieve.map@10": GateRule("max", 0.01),
+        "dev.retrieve.ndcg@10": GateRule("max", 0.01),
         "dev.similarity.mse": GateRule("min", 0.05), "dev.similarity.pearson": GateRule("max", 0.05)},
-        "results of the final variant (keys as in them) -> rule")
+        "results of the final variant (keys as in them) -> rule; the retrieve figures: each trusted query searching every "
+        "ticket of the dataset, as a user does")
     baseline_rev: str = param("main", "without a registry champion: `dvc metrics diff <baseline_rev>` gives its metrics")
     trusted_pairs: str = param("", "pairs a maintainer marked trusted (the layout of `pairs add`), decided on beside the "
                                    "frozen dev pairs; \"\": none")
@@ -505,14 +520,16 @@ class TuneConfig:
     sampler: Literal["tpe", "grid"] = param("tpe", "tpe: over `ranges` | grid: TPE over the paper's `grid` values only")
     mode: Literal["rescore", "retrain"] = param("rescore", "rescore: models trained once, new W and V on their cached vectors "
                                                            "| retrain: a model per trial, pruned per epoch")
-    objective: Literal["cv_map", "map", "mse"] = param("cv_map", "CV rerank MAP over train + dev queries | dev MAP (both "
-                                                                 "maximised) | dev MSE of calibrated scores")
-    folds: int = param(5, "cv_map: folds of the train + dev queries, a model trained once per fold", low=3)
+    objective: Literal["cv", "cv_retrieve", "cv_map", "map", "mse"] = param(
+        "cv", "cv: the dataset's protocol (datasets.<name>.decides) by CV, cv_retrieve or cv_map | cv_retrieve: CV retrieve "
+              "MRR@10 over train + dev queries, each searching every ticket | cv_map: CV rerank MAP | map: dev rerank MAP "
+              "(all maximised) | mse: dev MSE of calibrated scores")
+    folds: int = param(5, "cv objectives: folds of the train + dev queries, a model trained once per fold", low=3)
     ranges: SearchSpace = param(SearchSpace(
         channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0), "S": (0.0, 8.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)}),
-        "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with objective cv_map "
+        "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with a cv objective "
         "those its fold models learned")
     grid: SearchSpace = param(SearchSpace(
         channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
@@ -534,9 +551,20 @@ class TuneConfig:
         return SearchSpace({c: space.channels[c] for c in final.channels}, {v: space.levels[v] for v in final.levels})
 
     def __post_init__(self) -> None:
-        if self.objective == "cv_map" and self.mode != "rescore":
-            raise ConfigError("tune.objective: cv_map re-scores fold models trained once; set tune.mode: rescore, or "
-                              "objective: map to train a model per trial")
+        if self.cross_validated and self.mode != "rescore":
+            raise ConfigError(f"tune.objective: {self.objective} re-scores fold models trained once; set tune.mode: "
+                              "rescore, or objective: map to train a model per trial")
+
+    @property
+    def cross_validated(self) -> bool:
+        """A CV objective: fold models trained once, every train + dev query scored by the one that never saw it."""
+        return self.objective in ("cv", "cv_retrieve", "cv_map")
+
+    def for_protocol(self, protocol: Literal["retrieve", "rerank"]) -> TuneConfig:
+        """This search with objective `cv` made the dataset's (DatasetConfig.protocol): cv_retrieve, or cv_map."""
+        if self.objective != "cv":
+            return self
+        return dataclasses.replace(self, objective="cv_retrieve" if protocol == "retrieve" else "cv_map")
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,14 @@ from collections.abc import Sequence
 import ir_measures
 import numpy as np
 import polars as pl
-from ir_measures import AP, RR, Qrel, ScoredDoc, Success
+from ir_measures import AP, RR, Qrel, ScoredDoc, Success, nDCG
+
+from ticketsim.data.tables import LABELS
 
 # label >= RELEVANT is relevant: YES and REL, as SemEval counts PerfectMatch and Relevant.
 RELEVANT = 3
+# nDCG's graded gains: a YES solves the query, a REL (same equipment, other fault) is half as useful, a NO nothing.
+GAINS = {LABELS["YES"]: 2, LABELS["REL"]: 1, LABELS["NO"]: 0}
 
 
 def similarity_measures(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -32,7 +36,8 @@ def pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> dict[str, float]:
-    """MAP, MRR and accuracy (success) at each cutoff, as "map@k", "mrr@k", "acc@k": the means of ranking_by_query.
+    """MAP, MRR, nDCG and accuracy (success) at each cutoff, as "map@k", "mrr@k", "ndcg@k", "acc@k": the means of
+    ranking_by_query.
 
     The mean is over every query of `qrels`: one with no relevant ticket, or absent from `run`, scores 0.
     """
@@ -41,7 +46,8 @@ def ranking(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> d
 
 
 def ranking_by_query(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int]) -> pl.DataFrame:
-    """One row per query of `qrels` (query_id ascending): AP, RR and success at each cutoff, as "map@k", "mrr@k", "acc@k".
+    """One row per query of `qrels` (query_id ascending): AP, RR, nDCG and success at each cutoff, as "map@k", "mrr@k",
+    "ndcg@k", "acc@k". nDCG weighs YES 2, REL 1 (GAINS); the others count a ticket relevant at label >= RELEVANT.
 
     `run` has query_id, ticket_id, score (higher is better); `qrels` has query_id, ticket_id, label.
     A query with no relevant ticket, or absent from `run`, scores 0.
@@ -66,7 +72,8 @@ def ranking_by_query(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[i
     )
     names = {}
     for k in cutoffs:
-        names |= {AP(rel=RELEVANT) @ k: f"map@{k}", RR(rel=RELEVANT) @ k: f"mrr@{k}", Success(rel=RELEVANT) @ k: f"acc@{k}"}
+        names |= {AP(rel=RELEVANT) @ k: f"map@{k}", RR(rel=RELEVANT) @ k: f"mrr@{k}", nDCG(gains=GAINS) @ k: f"ndcg@{k}",
+                  Success(rel=RELEVANT) @ k: f"acc@{k}"}
     # Every qrels query gets every measure, 0 unless a provider reports it (they skip queries missing from the run).
     values = {name: dict.fromkeys(queries, 0.0) for name in names.values()}
     if not run.is_empty():

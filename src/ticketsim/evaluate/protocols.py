@@ -95,23 +95,35 @@ def _top_columns(block: np.ndarray, k: int) -> np.ndarray:
 
 
 def rerank_by_query(scored_pairs: pl.DataFrame, depth: int = 10) -> pl.DataFrame:
-    """SemEval-2016 subtask B per query: its labelled candidates ranked by score; AP and RR at depth, success at 1.
+    """SemEval-2016 subtask B per query: its labelled candidates ranked by score; AP, RR and nDCG at depth, success at 1.
 
-    `scored_pairs` has query_id, ticket_id, label, score. One row per query (query_id ascending), columns ap, rr,
+    `scored_pairs` has query_id, ticket_id, label, score. One row per query (query_id ascending), columns ap, rr, ndcg,
     acc@1; null for a query with no relevant candidate: it has nothing to find, so no ranking can be judged on it.
     """
-    measured = ranking_by_query(scored_pairs, scored_pairs, (1, depth))
-    answerable = scored_pairs.group_by(pl.col("query_id").cast(pl.String)).agg(answerable=(pl.col("label") >= RELEVANT).any())
-    columns = {"ap": f"map@{depth}", "rr": f"mrr@{depth}", "acc@1": "acc@1"}
+    return by_query(scored_pairs, scored_pairs, depth)
+
+
+def retrieve_by_query(matrix: ScoreMatrix, pairs: pl.DataFrame, depth: int = 10) -> pl.DataFrame:
+    """The user's job per query: each query of `pairs` ranks every ticket of the pool, and its top `depth` are judged
+    by `pairs` (a ticket it does not label counts as not relevant). Rows as rerank_by_query's."""
+    return by_query(matrix.restrict(pairs["query_id"].unique(maintain_order=True)).top_k(depth), pairs, depth)
+
+
+def by_query(run: pl.DataFrame, qrels: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """ranking_by_query at `depth` as columns ap, rr, ndcg, acc@1; null for a query with no relevant ticket in `qrels`."""
+    measured = ranking_by_query(run, qrels, (1, depth))
+    answerable = qrels.group_by(pl.col("query_id").cast(pl.String)).agg(answerable=(pl.col("label") >= RELEVANT).any())
+    columns = {"ap": f"map@{depth}", "rr": f"mrr@{depth}", "ndcg": f"ndcg@{depth}", "acc@1": "acc@1"}
     return measured.join(answerable, on="query_id", maintain_order="left").select(
         "query_id", *(pl.when("answerable").then(pl.col(column)).alias(name) for name, column in columns.items()))
 
 
-def rerank_means(by_query: pl.DataFrame) -> dict[str, float]:
-    """MAP, MRR and accuracy@1 of rerank_by_query's rows. A query with no relevant candidate counts 0, as in the
-    organizers' scorer (ev.py, unless run with --ignore_noanswer): that reproduces their search-engine baseline."""
-    columns = {"map": "ap", "mrr": "rr", "acc@1": "acc@1"}
-    return {name: float(by_query[column].fill_null(0.0).mean()) for name, column in columns.items()}
+def query_means(rows: pl.DataFrame) -> dict[str, float]:
+    """MAP, MRR, nDCG and accuracy@1 of rerank_by_query's (or retrieve_by_query's) rows. A query with no relevant
+    candidate counts 0, as in the organizers' scorer (ev.py, unless run with --ignore_noanswer): that reproduces their
+    search-engine baseline."""
+    columns = {"map": "ap", "mrr": "rr", "ndcg": "ndcg", "acc@1": "acc@1"}
+    return {name: float(rows[column].fill_null(0.0).mean()) for name, column in columns.items() if column in rows.columns}
 
 
 def rerank(scored_pairs: pl.DataFrame, depth: int = 10) -> dict[str, float]:
@@ -119,7 +131,7 @@ def rerank(scored_pairs: pl.DataFrame, depth: int = 10) -> dict[str, float]:
 
     `scored_pairs` has query_id, ticket_id, label, score. A query with no relevant candidate scores 0.
     """
-    return rerank_means(rerank_by_query(scored_pairs, depth))
+    return query_means(rerank_by_query(scored_pairs, depth))
 
 
 def retrieve(matrix: ScoreMatrix, pairs: pl.DataFrame, cutoffs: Sequence[int]) -> dict[str, float]:

@@ -4,7 +4,9 @@ scored by cross-validation over queries, beside what needs no judged query (zero
 How it scores, and why: the k-fold cross-validation of ticketsim.training.selection (folds by query over the train +
 dev queries; fold f scored, fold f + 1 early-stops, the other folds are the pool of judged queries), except that each
 fold's model trains on n queries sampled from its pool. Every train + dev query is scored once per seed by a model
-that never trained on it, and each point is over the same queries as the untrained lines. Training on the sample and
+that never trained on it, and each point is over the same queries as the untrained lines. Each held-out query is scored
+twice: rerank (its judged candidates) and retrieve (it searches every ticket; MRR@10); the dataset's protocol decides
+which figure the paired test against the reference reads. Training on the sample and
 scoring the dev split instead would cost one model a point, not k, but its ~50 queries have an interval of several
 points and they would also have early-stopped the model. The channel scales stay those of the data's train split, as
 in cross_validate (vectors only, no label). A fold's pool holds k - 2 folds' queries (90 of synthetic's 150 at k = 5,
@@ -26,8 +28,16 @@ import numpy as np
 import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
-from ticketsim.evaluate.protocols import rerank_means
-from ticketsim.training.selection import fold_pairs, mean_ap, paired_test, per_query, query_folds, scored_under
+from ticketsim.evaluate.protocols import ScoreMatrix, query_means, retrieve_by_query
+from ticketsim.training.selection import (
+    fold_pairs,
+    mean_ap,
+    paired_test,
+    per_query,
+    query_folds,
+    retrieval_run,
+    scored_under,
+)
 from ticketsim.training.selection_report import spread
 from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
 
@@ -88,12 +98,13 @@ def runnable(sizes: Sequence[str], smallest_pool: int) -> tuple[list[str], list[
 
 def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: int, k: int, extra: Sequence[str] = (),
                   hidden: int | None = None, epochs: int | None = None, on_model: Callable[[], None] = lambda: None,
-                  views: Mapping[str, Prepared] = {}) -> tuple[pl.DataFrame, dict[str, float]]:
+                  views: Mapping[str, Prepared] = {}) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
     """One seed at one size: per_query of every train + dev query (column fold) from the model of its fold, trained on
-    n queries of that fold's pool, and each extra split's and each view's MAP averaged over the k models."""
+    n queries of that fold's pool, the same queries retrieving from every ticket, and each extra split's and each view's
+    MAP averaged over the k models."""
     pairs, others = searched(data), extra_pairs(data, extra)
     folds, depth = query_folds(pairs["query_id"], k, seed), data.params.evaluation.depth
-    scored, extra_maps = [], {name: [] for name in [*extra, *views]}
+    scored, retrieved, extra_maps = [], [], {name: [] for name in [*extra, *views]}
     for held_out, pool in enumerate(pools(data, k, seed)):
         chosen = sample_queries(pool, n, seed, held_out)
         relabelled = fold_pairs(pairs, folds, held_out)
@@ -103,43 +114,49 @@ def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: i
         on_model()
         is_test = (fold["split"] == "test").to_numpy()
         scored.append(per_query(fold.filter(is_test), scores[is_test], depth).with_columns(fold=pl.lit(held_out)))
+        retrieved.append(retrieve_by_query(model.pool_scores(), fold.filter(is_test), depth))
         for name in extra:
             mask = (fold["split"] == EXTRA + name).to_numpy()
-            extra_maps[name].append(rerank_means(per_query(fold.filter(mask), scores[mask], depth))["map"])
+            extra_maps[name].append(query_means(per_query(fold.filter(mask), scores[mask], depth))["map"])
         for name, view in views.items():
-            extra_maps[name].append(rerank_means(scored_under(view, model, [q for q, f in folds.items() if f == held_out]))["map"])
-    return pl.concat(scored), {name: float(np.mean(maps)) for name, maps in extra_maps.items()}
+            extra_maps[name].append(query_means(scored_under(view, model, [q for q, f in folds.items() if f == held_out]))["map"])
+    return pl.concat(scored), pl.concat(retrieved), {name: float(np.mean(maps)) for name, maps in extra_maps.items()}
 
 
-def untrained_point(data: Prepared, scores: np.ndarray, extra: Sequence[str] = ()) -> tuple[pl.DataFrame, dict[str, float]]:
-    """The same figures for pair scores of data.pairs that no label trained: per_query of the train + dev queries,
-    each extra split's MAP (one model scores every query: no fold, no seed, no n)."""
-    depth, split = data.params.evaluation.depth, data.pairs["split"]
+def untrained_point(data: Prepared, matrix: ScoreMatrix, extra: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
+    """The same figures for a method that no label trained (`matrix`: every query against every ticket): per_query of
+    the train + dev queries, their retrieval, each extra split's MAP (one model scores every query: no fold, no seed,
+    no n)."""
+    depth, split, scores = data.params.evaluation.depth, data.pairs["split"], matrix.pair_scores(data.pairs)
     by_query = per_query(data.pairs.filter(split.is_in(CHOICE_SPLITS)), scores[split.is_in(CHOICE_SPLITS).to_numpy()], depth)
-    return by_query, {name: rerank_means(per_query(data.pairs.filter(split == name), scores[(split == name).to_numpy()],
-                                                   depth))["map"] for name in extra}
+    return by_query, retrieval_run(matrix, data), {
+        name: query_means(per_query(data.pairs.filter(split == name), scores[(split == name).to_numpy()], depth))["map"]
+        for name in extra}
 
 
 
-def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baselines: Mapping[str, np.ndarray],
+def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baselines: Mapping[str, ScoreMatrix],
                    sizes: Sequence[str], seeds: Sequence[int], k: int, extra: Sequence[str] = (),
                    reference: str | None = None, hidden: int | None = None, epochs: int | None = None,
                    resamples: int = 10_000, on_model: Callable[[], None] = lambda: None,
-                   views: Mapping[str, Prepared] = {}) -> dict:
-    """The curve of each trained variant and the lines of the untrained methods (`baselines`: pair scores of
-    data.pairs; a variant with labels: false joins them, trained once), as a JSON-ready report: CV MAP (and each extra
-    split's and each view's MAP; a baseline has no view figure) at each size as mean, std and values over the seeds;
-    each point's paired test against `reference` (a line's name) on each query's AP averaged over the seeds."""
+                   views: Mapping[str, Prepared] = {}, decides: str = "retrieve") -> dict:
+    """The curve of each trained variant and the lines of the untrained methods (`baselines`: every query against every
+    ticket; a variant with labels: false joins them, trained once), as a JSON-ready report: CV retrieve MRR@10 and CV
+    rerank MAP (and each extra split's and each view's MAP; a baseline has no view figure) at each size as mean, std and
+    values over the seeds; each point's paired test against `reference` (a line's name) on each query's figure of the
+    deciding protocol (`decides`: retrieve RR@10, or rerank AP) averaged over the seeds."""
+    column = "rr" if decides == "retrieve" else "ap"
     for size in sizes:
         parse_size(size)
     pooled = pool_sizes(data, k, seeds)
     run, skipped = runnable(sizes, min(pooled))
-    lines = {name: untrained_point(data, scores, extra) for name, scores in baselines.items()}
+    lines = {name: untrained_point(data, matrix, extra) for name, matrix in baselines.items()}
     everyone = searched(data)["query_id"].unique().to_list()
     for name, variant in ((n, v) for n, v in variants.items() if not v.labels):
         model = train_variant(data, variant, seeds[0], hidden, epochs)
-        by_query, maps = untrained_point(data, model.pair_scores(), extra)
-        lines[name] = by_query, maps | {v: rerank_means(scored_under(view, model, everyone))["map"] for v, view in views.items()}
+        by_query, retrieved, maps = untrained_point(data, model.pool_scores(), extra)
+        lines[name] = by_query, retrieved, maps | {v: query_means(scored_under(view, model, everyone))["map"]
+                                                   for v, view in views.items()}
     if reference is not None and reference not in lines:
         raise ConfigError(f"reference {reference!r}: not an untrained line (have: {', '.join(lines)})")
     curves = {}
@@ -148,17 +165,22 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
         for size in run:
             runs = [trained_point(data, variant, parse_size(size), seed, k, extra, hidden, epochs, on_model, views)
                     for seed in seeds]
-            ap = mean_ap([by_query for by_query, _ in runs])
+            deciding = mean_ap([r[0] if column == "ap" else r[1] for r in runs], column)
+            reference_figures = mean_ap([lines[reference][0] if column == "ap" else lines[reference][1]], column) if reference else None
             points.append({"size": size, "queries": parse_size(size) or float(np.mean(pooled)),
-                           "cv_map": spread([rerank_means(by_query)["map"] for by_query, _ in runs]),
-                           "extra": {split: spread([maps[split] for _, maps in runs]) for split in [*extra, *views]},
-                           "query_ap": none_for_nan(ap),
-                           "vs_reference": paired_test(ap, mean_ap([lines[reference][0]]), n=resamples) if reference else None})
+                           "cv_retrieve": spread([query_means(retrieved)["mrr"] for _, retrieved, _ in runs]),
+                           "cv_map": spread([query_means(by_query)["map"] for by_query, _, _ in runs]),
+                           "extra": {split: spread([maps[split] for _, _, maps in runs]) for split in [*extra, *views]},
+                           "query_ap": none_for_nan(mean_ap([by_query for by_query, _, _ in runs])),
+                           "query_rr": none_for_nan(mean_ap([retrieved for _, retrieved, _ in runs], "rr")),
+                           "vs_reference": paired_test(deciding, reference_figures, n=resamples) if reference else None})
         curves[name] = points
     return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
-            "sizes": run, "skipped": skipped, "extra": [*extra, *views], "reference": reference, "curves": curves,
-            "lines": {name: {"cv_map": rerank_means(by_query)["map"], "extra": maps, "query_ap": none_for_nan(mean_ap([by_query]))}
-                      for name, (by_query, maps) in lines.items()}}
+            "sizes": run, "skipped": skipped, "extra": [*extra, *views], "reference": reference, "decides": decides,
+            "curves": curves,
+            "lines": {name: {"cv_retrieve": query_means(retrieved)["mrr"], "cv_map": query_means(by_query)["map"], "extra": maps,
+                             "query_ap": none_for_nan(mean_ap([by_query])), "query_rr": none_for_nan(mean_ap([retrieved], "rr"))}
+                      for name, (by_query, retrieved, maps) in lines.items()}}
 
 
 def none_for_nan(ap: Mapping[str, float]) -> dict[str, float | None]:

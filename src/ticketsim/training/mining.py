@@ -134,5 +134,37 @@ def hard_negatives(ids: list[str], views: pl.DataFrame, view_tokens: pl.DataFram
     return out
 
 
+def judged_negatives(pairs: pl.DataFrame, tokens: Tokens, cfg: MiningConfig, bm25: BM25Config,
+                     sentence: ChannelVectors | None) -> pl.DataFrame:
+    """The knowledge base's hard negatives of labelled queries: for each train query, the tickets BM25 ranks highest
+    for it and those nearest to it in channel S (its SUB+DESC against the ticket's SUB+DESC+SOL), past the first `skip`
+    of each ranking and none it judges, as NO pairs of the train split. What a contrastive loss must push below the
+    YES: the tickets a search would show first, not the batch's random others."""
+    train = pairs.filter(pl.col("split") == "train")
+    queries = train["query_id"].unique(maintain_order=True).to_list()
+    judged = {q: set(ts) for q, ts in train.group_by("query_id").agg("ticket_id").iter_rows()}
+    pool_ids = tuple(tokens.tickets["ticket_id"])
+    query_tokens = pl.DataFrame({"query_id": queries}).join(tokens.queries, on="query_id", how="left")
+    rankings = []
+    if cfg.bm25_negatives:
+        lexical = LexicalIndex.build(pool_ids, component_tokens(tokens.tickets, "sub+desc+sol"), bm25.k1, bm25.b)
+        rankings.append((lexical.scores(tuple(queries), component_tokens(query_tokens, "sub+desc")).bm25, cfg.bm25_negatives))
+    if cfg.dense_negatives and sentence is not None:
+        q_rows = {x: i for i, x in enumerate(sentence.query_ids)}
+        t_rows = {x: i for i, x in enumerate(sentence.ticket_ids)}
+        q = unit(sentence.queries["sub+desc"][[q_rows[x] for x in queries]])
+        rankings.append((q @ unit(sentence.tickets["sub+desc+sol"][[t_rows[x] for x in pool_ids]]).T, cfg.dense_negatives))
+    rows = []
+    for row, query in enumerate(queries):
+        chosen: list[str] = []
+        for scores, count in rankings:
+            others = [pool_ids[i] for i in np.argsort(-scores[row], kind="stable") if pool_ids[i] not in judged[query]]
+            chosen += [t for t in others[cfg.skip:] if t not in chosen][:count]
+        rows += [(query, t) for t in chosen]
+    mined = pl.DataFrame(rows, schema={"query_id": pl.String, "ticket_id": pl.String}, orient="row")
+    return mined.with_columns(label=pl.lit(NO), split=pl.lit("train"), source_rank=pl.lit(None, pl.Int32)).select(
+        list(PAIR_SCHEMA)).cast(PAIR_SCHEMA)
+
+
 def unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

@@ -4,6 +4,8 @@ One dev MAP over 50 queries has a 95 % interval of several points, and a configu
 Cross-validation scores every train + dev query once per seed with a model that never saw it (folds by query, so no
 query's candidates are split between training and scoring); a paired test then compares two configurations query by
 query, which sees a consistent difference that the spread between queries hides from a comparison of means.
+Each held-out query is scored twice by its fold's model: rerank (its judged candidates ordered) and retrieve (it searches
+every ticket of the knowledge base, as a user does; a ticket it does not judge counts as not relevant).
 Unsupervised methods (BM25, a cached channel's row, the source's order) join through `per_query` on their pair scores.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
-from ticketsim.evaluate.protocols import rerank_by_query, rerank_means
+from ticketsim.evaluate.protocols import ScoreMatrix, query_means, rerank_by_query, retrieve_by_query
 from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
 
 
@@ -59,23 +61,26 @@ def cross_validate(data: Prepared, variant: VariantConfig, k: int = 5, seed: int
     return cross_validate_under(data, variant, {}, k, seed, hidden, epochs)[OWN]
 
 
-OWN = "cv"      # cross_validate_under's key of the folds scored as `data` itself has them
+OWN = "cv"              # cross_validate_under's key of the folds scored as `data` itself has them (rerank)
+RETRIEVED = "retrieve"  # its key of the same held-out queries searching every ticket of the pool
 
 
 def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[str, Prepared], k: int = 5, seed: int = 0,
                          hidden: int | None = None, epochs: int | None = None) -> dict[str, pl.DataFrame]:
-    """cross_validate's frame (key OWN) and, from the same k models, each held-out fold scored under each of `views`
-    (name -> the same queries seen otherwise, e.g. training.shift.later_year(data)). Only the train and dev queries are
-    folded: a shift split or the test split is never trained or chosen on."""
+    """cross_validate's frame (key OWN), the same held-out queries retrieving from the whole pool (key RETRIEVED) and,
+    from the same k models, each held-out fold scored under each of `views` (name -> the same queries seen otherwise,
+    e.g. training.shift.later_year(data)). Only the train and dev queries are folded: a shift split or the test split
+    is never trained or chosen on."""
     searched = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
     folds = query_folds(searched["query_id"], k, seed)
-    depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, *views)}
+    depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, RETRIEVED, *views)}
     for held_out in range(k):
         pairs = fold_pairs(searched, folds, held_out)
         # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
         trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
         runs[OWN].append(per_query(pairs.filter(scored), trained.pair_scores()[scored], depth))
+        runs[RETRIEVED].append(retrieve_by_query(trained.pool_scores(), pairs.filter(scored), depth))
         held = pairs.filter(scored)["query_id"].unique().to_list()
         for name, view in views.items():
             runs[name].append(scored_under(view, trained, held))
@@ -89,20 +94,27 @@ def scored_under(view: Prepared, trained: TrainedVariant, queries: list[str]) ->
     return per_query(seen.pairs, trained.scores_on(seen), view.params.evaluation.depth)
 
 
+def retrieval_run(matrix: ScoreMatrix, data: Prepared) -> pl.DataFrame:
+    """retrieve_by_query of the train + dev queries from every ticket of `matrix` (an untrained method's, or one model's
+    that learned no label)."""
+    return retrieve_by_query(matrix, data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), data.params.evaluation.depth)
+
+
 def with_folds(by_query: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
     """An untrained method's per_query rows with the folds cross_validate draws for `seed`: its figures by fold."""
     folds = query_folds(by_query["query_id"], k, seed)
     return by_query.with_columns(fold=pl.col("query_id").replace_strict(folds, return_dtype=pl.Int32))
 
 
-def fold_maps(by_query: pl.DataFrame) -> list[float]:
-    """Each fold's MAP (fold ascending), by the official rule: rerank_means."""
-    return [rerank_means(part)["map"] for _, part in sorted(by_query.group_by("fold"), key=lambda group: group[0])]
+def fold_maps(by_query: pl.DataFrame, measure: str = "map") -> list[float]:
+    """Each fold's MAP (or another of query_means' measures; fold ascending), by the official rule: query_means."""
+    return [query_means(part)[measure] for _, part in sorted(by_query.group_by("fold"), key=lambda group: group[0])]
 
 
-def mean_ap(runs: Iterable[pl.DataFrame]) -> dict[str, float]:
-    """Each query's AP averaged over runs (e.g. the seeds of a cross-validation); nan where it has no relevant candidate."""
-    means = pl.concat([run.select("query_id", "ap") for run in runs]).group_by("query_id").agg(pl.col("ap").mean())
+def mean_ap(runs: Iterable[pl.DataFrame], column: str = "ap") -> dict[str, float]:
+    """Each query's AP (or another column of a per-query run: rr, ndcg) averaged over runs (e.g. the seeds of a
+    cross-validation); nan where it has no relevant candidate."""
+    means = pl.concat([run.select("query_id", column) for run in runs]).group_by("query_id").agg(pl.col(column).mean())
     return {query_id: math.nan if ap is None else ap for query_id, ap in means.iter_rows()}
 
 

@@ -32,7 +32,7 @@ from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_in
 from ticketsim.model.scores import in_batch_predictor, pair_predictor, pair_values, pool_values
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
 from ticketsim.text.tokenize import Tokens
-from ticketsim.training.mining import Mined, as_mined_queries, mine
+from ticketsim.training.mining import Mined, as_mined_queries, judged_negatives, mine
 from ticketsim.training.trainer import History, fit, rescale
 
 
@@ -104,6 +104,7 @@ class Prepared:
     digest: str = ""                        # inputs_digest of tokens, word table and channels: in every checkpoint's meta
     labelled: bool = True                   # else tickets only: trained on mined pairs, nothing to evaluate
     rescore_vectors: tuple[dict, dict, dict] | None = None  # the tuner's (ticketsim.tuning.rescore)
+    rescore_pools: tuple = ()              # the tuner's per-fold pools for cv_retrieve (ticketsim.tuning.rescore.Pool)
 
     @property
     def siamese(self) -> SiameseParams:
@@ -295,6 +296,15 @@ class TrainedVariant:
         write_inputs(folder, self.scales, self.inputs.words)
 
 
+def training_pairs(data: Prepared, variant: VariantConfig) -> pl.DataFrame:
+    """What the variant learns from: data's pairs, and with `negatives` each train query's hard negatives of the whole
+    base (training.mining.judged_negatives); scored and evaluated on data's pairs alone."""
+    if not variant.negatives:
+        return data.pairs
+    sentence = next((v for v in data.channels if v.channel == "S"), None)   # cosine: its scale changes nothing
+    return pl.concat([data.pairs, judged_negatives(data.pairs, data.tokens, data.siamese.selfsup, data.params.bm25, sentence)])
+
+
 def variant_inputs(data: Prepared, variant: VariantConfig, words: Sequence[str] | None = None) -> Inputs:
     """What the variant reads of `data`, the cached channels it weighs among them; `words`: build_inputs'."""
     metric = metric_of(variant)
@@ -319,7 +329,7 @@ def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int
     report = (lambda phase, epoch, train_loss, dev_loss: on_epoch(phase, epoch, trained.pair_scores)) if on_epoch else None
     if checkpoints is not None:
         checkpoints.mkdir(parents=True, exist_ok=True)
-    histories = fit_variant(model, inputs, data.pairs, variant, siamese, seed, data.mined, checkpoints=checkpoints,
+    histories = fit_variant(model, inputs, training_pairs(data, variant), variant, siamese, seed, data.mined, checkpoints=checkpoints,
                             on_epoch=report, inputs_digest=data.digest, max_epochs=epochs)
     model.eval()
     return replace(trained, histories=histories)

@@ -1,10 +1,12 @@
 """The tuner: an Optuna study of the final variant's channel weights W, level weights V and LSTM size, on train and dev
 pairs only.
 
-The default objective, `cv_map`, is honest about the choice: the train + dev queries are dealt into tune.folds folds, a
-model per fold is trained once on the others, and a trial re-weights each fold model's cached vectors of its own fold's
-queries: the MAP over all of them, each scored by a model that never saw it (ticketsim.tuning.rescore). Trial 0 is the
-W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
+The default objective, `cv`, is honest about the choice and about the user's job: the train + dev queries are dealt into
+tune.folds folds, a model per fold is trained once on the others, and a trial re-weights each fold model's cached vectors
+of its own fold's queries (ticketsim.tuning.rescore): with `cv_retrieve` (the dataset's protocol retrieve) each held-out
+query searches every ticket of the knowledge base and the trial scores MRR@10 over all of them, with `cv_map` (protocol
+rerank: SemEval) the rerank MAP of their judged candidates; each query scored by a model that never saw it. Trial 0 is
+the W and V those models learned. The dev objectives (`map`, `mse`) score one model on the ~50 dev queries a choice overfits.
 
 Two modes for the dev objectives. `retrain` trains a model per trial (W and V shape what h learns) and reports the dev
 objective every epoch, so the pruner stops bad trials early. `rescore` trains one model with the final variant's weights, keeps
@@ -45,7 +47,7 @@ from ticketsim.training.variant import (
     train_variant,
 )
 from ticketsim.tuning.output import write_plots, write_tuned
-from ticketsim.tuning.rescore import cv_map, fold_models, rescore, space_metric, with_rescore_vectors
+from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models, rescore, space_metric, with_rescore_vectors
 from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, fail_stale_trials, finished, open_study, surplus
 
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
@@ -61,8 +63,9 @@ def prepared_for_tuning(params: Params, corpus: str, tokens: str, word2vec: str,
 
 
 # A trial's metric keys: dev figures as every siamese and final run logs them (a trial and a variant compare in one
-# column), the CV MAP under its own key (no variant run has one).
-LOGGED = {"map": "dev.rerank.map", "mse": "dev.similarity.mse", "cv_map": "cv.rerank.map"}
+# column), the CV figures under their own keys (no variant run has one).
+LOGGED = {"map": "dev.rerank.map", "mse": "dev.similarity.mse", "cv_map": "cv.rerank.map", "cv_retrieve": "cv.retrieve.mrr@10",
+          "cv_retrieve_map": "cv.retrieve.map@10", "cv_retrieve_ndcg": "cv.retrieve.ndcg@10"}
 
 
 def dev_measures(problem: Prepared, scores: np.ndarray) -> dict[str, float]:
@@ -100,8 +103,10 @@ def tuned_from(params: dict[str, float], problem: Prepared) -> VariantConfig:
 
 def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, hidden: int,
                    report: Callable[[int, float], None] | None = None) -> dict[str, float]:
-    """The measures of one weighting: its CV MAP on the fold models (`problem` from trial_problem), or dev MAP and MSE
-    rescored on the rescore vectors or of a model trained with it."""
+    """The measures of one weighting: its CV retrieval (and rerank MAP beside it) or CV MAP on the fold models (`problem`
+    from trial_problem), or dev MAP and MSE rescored on the rescore vectors or of a model trained with it."""
+    if cfg.objective == "cv_retrieve":
+        return cv_retrieve(problem, variant)
     if cfg.objective == "cv_map":
         return {"cv_map": cv_map(problem, variant)}
     if cfg.mode == "rescore":
@@ -152,7 +157,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
     digest.update(fingerprint(problem.pairs).encode())
     digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
-    if cfg.mode == "rescore" and cfg.objective != "cv_map" and base_model is not None:   # cv_map trains its own
+    if cfg.mode == "rescore" and not cfg.cross_validated and base_model is not None:   # a CV objective trains its own
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
@@ -186,12 +191,12 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
         return study
     queue = lambda variant, **options: study.enqueue_trial(  # noqa: E731
         trial_params(variant, problem.siamese.hidden, cfg), user_attrs={"final": True}, **options)
-    if cfg.sampler == "tpe" and created and cfg.objective != "cv_map":  # at once: workers of other launches may be taking trials
+    if cfg.sampler == "tpe" and created and not cfg.cross_validated:  # at once: workers of other launches may be taking trials
         queue(problem.final)
     problem, default = trial_problem(problem, cfg, base_model)
     if cfg.sampler == "tpe":    # the fold models may learn weights beyond the ranges: TPE searches where trial 0 lies too
         cfg = replace(cfg, ranges=cfg.ranges.covering(default))
-    if cfg.sampler == "tpe" and cfg.objective == "cv_map":
+    if cfg.sampler == "tpe" and cfg.cross_validated:
         # Known once the fold models are trained, by every launch alike: a launch resuming a study whose first launch
         # died while they trained queues it then; Optuna skips it where it is queued or run already.
         queue(default, skip_if_exists=True)
@@ -215,10 +220,10 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
 
 
 def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[Prepared, VariantConfig]:
-    """What the trials read, and trial 0's weights: with objective cv_map the fold models' held-out pairs and the W and
-    V they learned (their mean); in rescore mode one model's rescore vectors, in retrain mode `problem` itself, and siamese.final's
-    weights."""
-    if cfg.objective == "cv_map":
+    """What the trials read, and trial 0's weights: with a CV objective the fold models' held-out pairs (and pools) and
+    the W and V they learned (their mean); in rescore mode one model's rescore vectors, in retrain mode `problem` itself,
+    and siamese.final's weights."""
+    if cfg.cross_validated:
         folds = fold_models(problem, cfg)
         return folds.held_out, folds.learned
     if cfg.mode == "rescore" and problem.rescore_vectors is None:
@@ -255,7 +260,7 @@ def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, ba
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
     """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
-    cfg = params.tune
+    cfg = params.tune.for_protocol(params.dataset(dataset).protocol)
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
     with stage_run(params.tracking, "tune", dataset, logged, raw=getattr(params.datasets.get(dataset), "raw", None)) as parent:

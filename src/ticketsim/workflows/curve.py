@@ -13,7 +13,7 @@ from ticketsim.config import load_params
 from ticketsim.errors import OK, StepError
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.learning_curve import SIZES, learning_curve, parse_size, pool_sizes, runnable
-from ticketsim.training.selection_report import S_ROW, baseline_scores, load_problem
+from ticketsim.training.selection_report import S_ROW, baseline_matrices, load_problem
 from ticketsim.training.shift import shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
@@ -21,7 +21,7 @@ from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: list[str] | None, seeds: list[int],
                   folds: int, extra: list[str], reference: str | None, epochs: int | None, out: Path | None,
                   plot: Path | None, no_mlflow: bool) -> int:
-    """CV MAP of the trained `variants` on `sizes` judged queries (default SIZES), beside BM25, S's zero-shot row and the
+    """CV retrieve MRR@10 and rerank MAP of the trained `variants` on `sizes` judged queries (default SIZES), beside BM25, S's zero-shot row and the
     label-free variants, with the `extra` splits' MAP and the dataset's shift views' (SemEval's later year); each point
     tested against `reference` (default: the first label-free variant, else S's row)."""
     started = time.perf_counter()
@@ -35,13 +35,14 @@ def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: lis
     torch.set_num_threads(threads_alone(params.siamese, *configurations.values()))
     if not any(v.labels for v in configurations.values()):
         raise StepError(f"--variants {' '.join(variants)}: none learns from labels, so there is no curve to draw")
-    baselines = {name: scores for name, scores in baseline_scores(problem, params).items() if name in ("BM25", S_ROW)}
+    baselines = {name: matrix for name, matrix in baseline_matrices(problem, params).items() if name in ("BM25", S_ROW)}
     reference = reference or next((n for n, v in configurations.items() if not v.labels), S_ROW)
     run = runnable(sizes, min(pool_sizes(problem, folds, seeds)))[0]
     models = sum(v.labels for v in configurations.values()) * len(run) * len(seeds) * folds
     with tqdm(total=models, desc="curve", unit="model") as bar:
         report = learning_curve(problem, configurations, baselines, sizes, seeds, folds, extra, reference, epochs=epochs,
-                                on_model=lambda: bar.update(1), views=shifts_of(problem, params.dataset(dataset).source).views)
+                                on_model=lambda: bar.update(1), views=shifts_of(problem, params.dataset(dataset).source).views,
+                                decides=params.dataset(dataset).protocol)
     report = {"dataset": dataset, "command": " ".join(sys.argv), **report, "seconds": round(time.perf_counter() - started, 1)}
     table = write(report, out, plot)
     if not no_mlflow:

@@ -46,7 +46,7 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
         other = load_problem(load_params(other_workspace / "params.yaml"), other_workspace, name, [], read)
     shifts = shifts_of(problem, cfg.source, train_parts(cfg) if cfg.source in THREADED else {}, other)
     cv_seeds = len(seeds) if cv_seeds is None else cv_seeds
-    report = select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples)
+    report = select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol)
     report |= {"dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
     write(report, out)
     return OK
