@@ -1,6 +1,7 @@
 """Params out of their range are refused when read, naming file:key and the range (the range is declared on the field,
 ticketsim.config.param), instead of a server that refuses every search or a trainer that never trains."""
 import dataclasses
+import re
 import shutil
 import typing
 from pathlib import Path
@@ -66,3 +67,52 @@ def classes(cls: type) -> set[type]:
             if dataclasses.is_dataclass(inner) and inner not in found:
                 found |= classes(inner)
     return found
+
+
+@pytest.mark.parametrize("block, values, message", [
+    ("siamese", {"final": "NoSuchVariant-xyz"}, "siamese.final: no variant 'NoSuchVariant-xyz' in siamese.variants"),
+    ("siamese", {"unlabelled": "Szs+X"}, "siamese.unlabelled: no variant 'Szs+X' in siamese.variants"),
+    ("retrain", {"query_tower": "Fq+X"}, "retrain.query_tower: no variant 'Fq+X' in siamese.variants"),
+    ("siamese.variants.22.channels", {"Q": 1.0}, "siamese.variants.22.channels.Q: no channel of that name (have: h, E"),
+    ("siamese.variants.22.levels", {"sub-foo": 0.2}, "siamese.variants.*.levels.sub-foo: no level pair (query part-ticket"),
+    ("siamese.variants.22.channels", {"E": -0.5}, "siamese.variants.22.channels.E: -0.5 is out of range; allowed: at least 0"),
+    ("finetune", {"datasets": ["nope"]}, "finetune.datasets: no dataset 'nope' in datasets (have: default)"),
+    ("retrain", {"targets": ["register@nope"]}, "retrain.targets: no dataset 'nope' in datasets (have: default)"),
+    ("rows.Q", {"levels": {"1": "sub-sub"}}, "rows.Q: no channel with cached vectors of that name (have: E, T, S)"),
+])
+def test_a_name_that_names_nothing_is_refused_when_the_params_are_read_in_one_line(tmp_path, capsys, block, values, message):
+    params_with(tmp_path, block, values)
+    home = homes(REPO / "params.yaml")
+    path = tmp_path / next((home[k] for k in (".".join(block.split(".")[:n]) for n in (2, 1)) if k in home), "params.yaml")
+    said = re.escape(f"{path}: {message}").replace(r"\*", r"[^.]+")   # *: a variant sharing 22's levels (a YAML anchor)
+    with pytest.raises(ConfigError) as refused:
+        load_params(tmp_path / "params.yaml")
+    assert re.match(said, str(refused.value)), str(refused.value)
+    assert cli.main(["params", "--params", str(tmp_path / "params.yaml")]) == cli.ERROR
+    out, err = capsys.readouterr()
+    assert not out and re.match("ticketsim params: " + said, err) and len(err.splitlines()) == 1
+
+
+def test_a_bad_siamese_final_stops_the_pipelines_first_stage_before_it_writes(tmp_path):
+    """sources runs first in every `dvc repro` (each stage follows it): refused there, no stage's outputs are removed."""
+    import subprocess
+    import sys
+
+    path = params_with(tmp_path, "siamese", {"final": "NoSuchVariant-xyz"})
+    out = tmp_path / "data" / "default" / "source.json"
+    done = subprocess.run([sys.executable, str(REPO / "stages" / "sources.py"), "default", "--out", str(out), "--params",
+                           str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr == (f"sources@default: {path}: siamese.final: no variant "
+                                                    f"'NoSuchVariant-xyz' in siamese.variants or siamese.finetuned (have: "
+                                                    f"{done.stderr.split('(have: ')[1]}")
+    assert len(done.stderr.splitlines()) == 1 and not out.exists()
+
+
+def test_the_names_the_params_are_checked_against_are_the_models():
+    from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS
+    from ticketsim.config import names
+    from ticketsim.model.branches import BRANCHES
+    from ticketsim.model.metric import PAIR_CHANNELS
+
+    assert set(names.CHANNELS) == set(BRANCHES) | set(names.CACHED) | set(PAIR_CHANNELS)
+    assert names.QUERY_COMPONENTS == QUERY_COMPONENTS and names.TICKET_COMPONENTS == TICKET_COMPONENTS

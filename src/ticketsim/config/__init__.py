@@ -1,6 +1,7 @@
 """The params: params.yaml and params-research.yaml -> typed, frozen dataclasses, read once and passed down. The only
 package that reads the params files; its modules: coerce (a mapping -> a dataclass), schema (every key, its default and
-help), load (the files), paths (dvc.yaml's paths), edit (params.yaml's text), reference (docs/params.md)."""
+help), load (the files), names (what the params name, checked against each other), paths (dvc.yaml's
+paths), edit (params.yaml's text), reference (docs/params.md)."""
 from ticketsim.config.coerce import ConfigError, build, coerce
 from ticketsim.config.edit import set_dataset
 from ticketsim.config.load import (

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from ticketsim.config.coerce import ConfigError, build
+from ticketsim.config.names import name_problems
 from ticketsim.config.schema import ColumnMapping, DatasetConfig, Params, VariantConfig
 
 RESEARCH = "params-research.yaml"   # beside the params file; dvc.yaml lists the keys its stages read from it
@@ -49,11 +50,11 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             raise ConfigError(f"{path}: datasets.{name}.labels: false is for `source: csv` (a folder of tickets only), "
                               f"not {dataset.source!r}")
     params = build(Params, {**raw, "datasets": built}, str(path))
-    for dataset in (d for d in built.values() if d.final):     # a dataset's own final: refused now, not at its stage
-        try:
-            params.siamese.final_of(dataset)
-        except ConfigError as error:
-            raise ConfigError(f"{path}: {str(error).removeprefix('params: ')}") from None
+    named = name_problems(params, raw)     # every variant, channel and dataset named: refused now, not at its stage
+    if named:
+        key, home = named[0].split(":")[0], homes(path)
+        file = next((home[k] for k in (".".join(key.split(".")[:n]) for n in (2, 1)) if k in home), Path(path).name)
+        raise ConfigError(f"{Path(path).with_name(file)}: {named[0]}")
     return params
 
 
