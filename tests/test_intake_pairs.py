@@ -249,3 +249,15 @@ def test_export_writes_the_csv_layout_and_sets_params_keeping_comments(tmp_path,
 def replace_synthetic(path: Path, synthetic: dict) -> Params:
     params = load_params(path)
     return replace(params, synthetic=SyntheticConfig(**synthetic))
+
+
+def test_a_new_field_that_intake_cuts_to_its_limit_is_said_with_the_batch(tmp_path, monkeypatch):
+    from ticketsim.data import validate
+
+    monkeypatch.setattr(validate, "MAX_TEXT_CHARS", 50)     # the limit (a million characters) made small
+    data = folder(tmp_path)
+    tickets = batch(tmp_path, f"ticket_id,subject,description,solution\nT4,Valve stuck,Valve jams,{'log line ' * 10}\n",
+                    "tickets.csv")
+    result = add_pairs(data, batch(tmp_path, "query_id,ticket_id,label\nQ2,T4,NO\n"), FRACTIONS, NOW, tickets=tickets)
+    assert result.ok and result.altered == ("tickets solution cut to its first 50 characters: 1",)
+    assert "noted: tickets solution cut to its first 50 characters: 1" in result.render()

@@ -40,7 +40,7 @@ def test_json_and_a_queries_file(workspace, capsys, tmp_path):
     answers = json.loads(capsys.readouterr().out)
     assert [a["query_id"] for a in answers] == ["1", "Q7"] and all(len(a["hits"]) == 2 for a in answers)
     hit = answers[0]["hits"][0]
-    assert set(hit) == {"rank", "ticket_id", "score", "calibrated", "subject", "description", "solution", "reasons"}
+    assert set(hit) == {"rank", "ticket_id", "score", "calibrated", "subject", "description", "solution", "reasons", "cut"}
     assert answers[0]["calibrated"] is True and 1 <= hit["calibrated"] <= 5
 
 
@@ -108,3 +108,38 @@ def test_a_tickets_or_queries_file_with_a_header_alone_is_refused_naming_it(work
         assert f"{named}:1: no {'query' if 'search' in command else 'ticket'} in the file (a header alone, or nothing)" \
             in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
+
+
+def test_a_long_field_is_said_cut_at_intake_and_searched_as_an_excerpt_unless_asked_whole(workspace, capsys, tmp_path,
+                                                                                          monkeypatch):
+    from ticketsim.app.access import Access
+    from ticketsim.app.page import create_app
+    from ticketsim.config import ServeConfig
+    from ticketsim.data import validate
+    from ticketsim.data.feedback import Journal
+    from ticketsim.search.searcher import EXCERPT, Searcher
+
+    root, where = workspace
+    limit = EXCERPT + 1000
+    monkeypatch.setattr(validate, "MAX_TEXT_CHARS", limit)     # the intake's limit (a million characters) made small
+    log = "".join(f"pump log line {i}: bearing temperature rising\n" for i in range(limit // 20))
+    pl.DataFrame({"ticket_id": ["LONG1"], "subject": ["Feed pump bearing log"], "description": ["feed pump hot"],
+                  "solution": [log]}).write_csv(tmp_path / "long.csv")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--model", where[1], "--index", str(index), "--tickets", str(root / "tickets.csv")]) == OK
+    capsys.readouterr()
+    assert main(["index", "add", str(tmp_path / "long.csv"), "--model", where[1], "--index", str(index)]) == OK
+    assert f"ticketsim: {tmp_path / 'long.csv'}: tickets solution cut to its first {limit:,} characters: 1" in \
+        capsys.readouterr().err
+    query = ["search", "--model", where[1], "--index", str(index), "--subject", "feed pump bearing log", "-k", "100", "--json"]
+    for extra, length, cut in (([], EXCERPT, {"solution": limit}), (["--full"], limit, {})):
+        assert main([*query, *extra]) == OK
+        hit = next(h for h in json.loads(capsys.readouterr().out)[0]["hits"] if h["ticket_id"] == "LONG1")
+        assert len(hit["solution"]) == length and log.startswith(hit["solution"]) and hit["cut"] == cut
+    searcher = Searcher.load(where[1], index)
+    client = create_app(searcher, ServeConfig(), Journal(tmp_path / "j.jsonl"), Access("127.0.0.1", None)).test_client()
+    for extra, length in (({}, EXCERPT), ({"full": "1"}, limit)):
+        answer = client.get("/api/search", query_string={"subject": "feed pump bearing log", "k": "100", **extra}).get_json()
+        assert [len(h["solution"]) for h in answer["hits"] if h["ticket_id"] == "LONG1"] == [length]
+    page = client.get("/", query_string={"subject": "feed pump bearing log", "k": "100"}).get_data(as_text=True)
+    assert f"solution: the first {EXCERPT:,} of {limit} characters" in page

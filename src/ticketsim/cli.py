@@ -197,6 +197,8 @@ def search_commands(commands) -> Parsers:
     search.add_argument("--queries", help="a .csv or .jsonl file of queries: subject, description (query_id optional)")
     search.add_argument("-k", type=positive, default=10, help="tickets per query (default 10)")
     search.add_argument("--json", action="store_true", dest="json_out", help="JSON for machines instead of a table")
+    search.add_argument("--full", action="store_true", help="each ticket's texts whole (default: a long text cut to an "
+                                                            "excerpt, its whole length in the hit's `cut`)")
     search.set_defaults(run=workflow("search:search_command"))
     index = commands.add_parser("index", help="the search index of a knowledge base").add_subparsers(dest="action", required=True)
     build_parser = index.add_parser("build", help="index every ticket of a file with a bundle's weights")

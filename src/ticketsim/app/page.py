@@ -6,8 +6,9 @@
   to `/feedback`; a judgment taken is answered by a redirect to the page (POST-redirect-GET: a reload sends nothing
   again) with what became of it as a notice the server signed (a link's own notice is not shown), a refused one on the
   page with its status;
-- `GET /api/search?subject=&description=&k=`: the same answer as JSON; `POST /api/feedback` (JSON: subject, description,
-  ticket_id, label): one judgment, answered once it is on disk (ticketsim.data.feedback);
+- `GET /api/search?subject=&description=&k=[&full=1]`: the same answer as JSON (full=1: the tickets' texts whole, not
+  excerpts); `POST /api/feedback` (JSON: subject, description, ticket_id, label): one judgment, answered once it is on
+  disk (ticketsim.data.feedback);
 - `GET /health`: ok.
 Bad input is a 400 with the problems; k, the query's text and request bodies are bounded (params serve). Writing
 feedback needs the token when the server has one, and always off loopback (Access); a cross-site POST is refused.
@@ -27,7 +28,7 @@ from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
 from ticketsim.data.validate import DataError
 from ticketsim.errors import StepError
-from ticketsim.search.searcher import Answer, Searcher
+from ticketsim.search.searcher import EXCERPT, Answer, Searcher
 
 COOKIE = "ticketsim_token"
 JUDGMENTS = {"YES": "solved it", "REL": "related", "NO": "not relevant"}
@@ -75,6 +76,8 @@ PAGE = """<!doctype html>
    &nbsp; <b>{{ hit.ticket_id }}</b> {{ hit.subject }}
    <details class="description"><summary>description</summary><pre>{{ hit.description }}</pre></details>
    <pre class="solution">{{ hit.solution }}</pre>
+   {% for part, length in hit.cut.items() %}<span class="cut">{{ part }}: the first {{ excerpt }} of {{ length }} characters
+    (all: the JSON API with full=1)</span> {% endfor %}
    <div class="why">why:
     {% for part in hit.reasons.parts %}<div class="part">query {{ part.query }} ~ ticket {{ part.ticket }}:
      <span class="phrases">{{ part.phrases|join(", ") }}</span></div>{% else %}no shared words{% endfor %}
@@ -120,15 +123,17 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
         n = len(subject) + len(description)
         return [f"the query has {n} characters; at most {settings.max_text} are read"] if n > settings.max_text else []
 
-    def search(subject: str, description: str, k: str) -> Answer:
-        """The answer of one query, or a DataError for bad input (k not a number or out of bounds, the text too long)."""
+    def search(subject: str, description: str, k: str, full: bool = False) -> Answer:
+        """The answer of one query (`full`: the tickets' texts whole, not excerpts), or a DataError for bad input (k not
+        a number or out of bounds, the text too long)."""
         problems, digits = too_long(subject, description), k.strip()
         # ASCII digits only ("²" is a digit to isdigit, not to int), and few of them (int() refuses 4,300 and more)
         if not re.fullmatch(r"[0-9]{1,9}", digits) or not 1 <= int(digits) <= settings.max_k:
             problems.append(f"tickets: {k[:20]!r} is not a whole number from 1 to {settings.max_k}")
         if problems:
             raise DataError(problems)
-        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(digits))[0]
+        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(digits),
+                               full)[0]
 
     def page(subject: str, description: str, k: str, notice: str | None = None, error: str | None = None,
              judged: tuple[str, str] | None = None, status: int = 200):
@@ -139,7 +144,7 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
             except DataError as bad:
                 error, status = "; ".join(bad.problems), 400
         html = template.render(subject=subject, description=description, k=k, answer=answer, error=error, notice=notice,
-                               judged=judged, judgments=JUDGMENTS,
+                               judged=judged, judgments=JUDGMENTS, excerpt=f"{EXCERPT:,}",
                                ask_token=access.token is not None and access.refusal(request.cookies.get(COOKIE)) is not None)
         return html, status
 
@@ -203,7 +208,7 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
     @app.get("/api/search")
     def search_api():
         try:
-            return jsonify(search(*query_of(request.args)).as_dict())
+            return jsonify(search(*query_of(request.args), full=request.args.get("full", "") in ("1", "true")).as_dict())
         except DataError as bad:
             return jsonify(problems=bad.problems), 400
 

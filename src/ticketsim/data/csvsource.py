@@ -61,7 +61,7 @@ class Dialect:
         if path.suffix == ".jsonl":
             return read_text(path)
         told = f"pass {self.named}" if self.named.startswith("--") else f"set {self.named}:"
-        return read_text(path, self.encoding, f"{told} cp1252 (or the export's encoding)" if self.encoding is None
+        return read_text(path, self.encoding, f"{told} {{encoding}} (or the export's encoding)" if self.encoding is None
                          else f"{told} the export's encoding")
 
 
@@ -217,10 +217,10 @@ def parse_jsonl(text: str, path: Path, convert) -> list[dict]:
 
 
 def read_records(path: str | Path, table: str, columns: str | ColumnMapping | None = None,
-                 origins: bool = False, dialect: Dialect = Dialect()) -> pl.DataFrame:
+                 origins: bool = False, dialect: Dialect = Dialect(), report: IntakeReport | None = None) -> pl.DataFrame:
     """One file of tickets ('tickets') or of queries to search ('search'), checked as a dataset's tables are: the table
     in its schema (with `origin`, file:line, when `origins`), or a DataError naming file:line of every problem, a file
-    without a record included. `columns`: a column mapping (see resolve)."""
+    without a record included. `columns`: a column mapping (see resolve); `report`: what intake counted (a field cut)."""
     mapping = resolve(columns, "--columns")
     frame = read_table(Path(path), table, mapping, dialect)
     refuse_empty(frame, path, table)
@@ -228,8 +228,8 @@ def read_records(path: str | Path, table: str, columns: str | ColumnMapping | No
         line = pl.col(ORIGIN).str.extract(r":(\d+)$")
         frame = frame.with_columns(query_id=pl.when(pl.col("query_id").str.strip_chars() != "").then("query_id").otherwise(line))
     tables = {**{name: empty_table(name) for name in TABLES}, "tickets" if table == "tickets" else "queries": frame}
-    corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0}, IntakeReport(),
-                      read_from=described(mapping))
+    corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0},
+                      IntakeReport() if report is None else report, read_from=described(mapping))
     records = corpus.tickets if table == "tickets" else corpus.queries
     return records.with_columns(frame[ORIGIN]) if origins else records     # validate keeps the rows in their order
 

@@ -49,6 +49,7 @@ class IntakeResult:
     skipped: tuple[str, ...] = ()
     refused: tuple[str, ...] = ()       # when any, nothing was written
     written: tuple[Path, ...] = ()
+    altered: tuple[str, ...] = ()       # what intake changes in the new records when they are read (a field cut)
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,8 @@ class IntakeResult:
         if self.refused:
             return f"refused {self.file}: {DataError(list(self.refused))}"
         added = ", ".join(f"{what} {n}" for what, n in self.added.items()) or "nothing"
-        lines = [f"added from {self.file}: {added}", f"skipped {len(self.skipped)}" + (":" if self.skipped else "")]
+        lines = [f"added from {self.file}: {added}", *(f"noted: {line}" for line in self.altered),
+                 f"skipped {len(self.skipped)}" + (":" if self.skipped else "")]
         lines += [f"  {reason}" for reason in self.skipped]
         lines += [f"wrote {path}" for path in self.written]
         return "\n".join(lines)
@@ -105,9 +107,9 @@ def appended(folder: Path, file: Path, batch: dict[str, pl.DataFrame], fractions
              paths: dict[str, Path]) -> IntakeResult:
     """add_batch's read, checks and write, the folder's lock held."""
     try:
-        existing = {table: read_table(path, table) for table, path in paths.items()}
+        existing, before, after = {table: read_table(path, table) for table, path in paths.items()}, IntakeReport(), IntakeReport()
         # The folder must pass on its own first: its resolved splits are what new pairs of its queries inherit.
-        resolved = validate(*existing.values(), fractions, IntakeReport()).pairs
+        resolved = validate(*existing.values(), fractions, before).pairs
     except DataError as error:
         return IntakeResult(file, {}, refused=tuple(error.problems))
 
@@ -118,7 +120,7 @@ def appended(folder: Path, file: Path, batch: dict[str, pl.DataFrame], fractions
         split=pl.col("query_id").map_elements(lambda q: split_of.get(q) or stable_split(q, fractions), return_dtype=pl.String))
     combined = {table: pl.concat([existing[table], new[table]], how="diagonal_relaxed") for table in TABLES}
     try:
-        validate(*combined.values(), fractions, IntakeReport())
+        validate(*combined.values(), fractions, after)
     except DataError as error:
         return IntakeResult(file, {}, refused=tuple(error.problems))
 
@@ -130,7 +132,8 @@ def appended(folder: Path, file: Path, batch: dict[str, pl.DataFrame], fractions
     replace_all({path: table_text(frame, path.suffix) for path, frame in changed.items()})
     added = {table: new[table].height for table in ("tickets", "queries")}
     added.update({f"{split} pairs": n for split, n in sorted(Counter(new["pairs"]["split"]).items())})
-    return IntakeResult(file, {k: n for k, n in added.items() if n}, tuple(skipped), written=tuple(changed))
+    return IntakeResult(file, {k: n for k, n in added.items() if n}, tuple(skipped), written=tuple(changed),
+                        altered=tuple(after.altered(since=before)))
 
 
 def read_batch(file: Path, tickets: Path | None, queries: Path | None, stamp: str,

@@ -11,6 +11,8 @@ problem names the export's column beside the field ("ticket_id (column 'Issue ke
 """
 from __future__ import annotations
 
+import codecs
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,12 @@ MAX_TEXT_CHARS = 1_000_000
 # Control characters a page or a terminal would act on or choke on (NUL, ESC, C1's CSI): removed from every field and
 # counted. Tab and line breaks are text.
 CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+# An id is one line of printable characters: one with a line break would split a table's row, one with a control
+# character print otherwise than it compares. Refused with its file:line, never changed (it would name another record).
+ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+IDS = ("ticket_id", "query_id")
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"    # what str.splitlines breaks at
+ALTERED = ("cut to its first", "control characters removed from")    # report keys of what intake changed in a record
 
 
 class DataError(ValueError):
@@ -64,6 +72,13 @@ class IntakeReport:
 
     def as_dict(self) -> dict[str, int]:
         return dict(sorted(self.counts.items()))
+
+    def altered(self, since: IntakeReport | None = None) -> list[str]:
+        """What intake changed in the records, one line each (fields cut to MAX_TEXT_CHARS, control characters removed):
+        what a command that prints no report says. `since`: only beyond that report's counts (a batch beside its folder)."""
+        before = since.counts if since is not None else Counter()
+        return [f"{key}: {n - before[key]:,}" for key, n in sorted(self.counts.items())
+                if any(a in key for a in ALTERED) and n > before[key]]
 
 
 def parse_label(value: object) -> int | None:
@@ -93,14 +108,31 @@ def read_bytes(path: Path) -> bytes:
 
 def read_text(path: Path, encoding: str | None = None, fix: str = "re-export the file as UTF-8") -> str:
     """The text of a file in `encoding` (None: UTF-8; a byte order mark allowed), or a DataError naming the line and
-    byte of the first bytes that are not, and `fix`: what to do about it."""
+    byte of the first bytes that are not, what they look like, and `fix`: what to do about it ({encoding}: the
+    encoding they look like). UTF-16 of ASCII text is valid UTF-8 with a NUL after each letter: refused so too."""
     data = read_bytes(path)
+    guess, why = looks_like(data)
     try:
-        return data.decode(encoding or "utf-8").removeprefix("\ufeff")     # a BOM of UTF-8, given as utf-8 or not
+        text = data.decode(encoding or "utf-8").removeprefix("\ufeff")     # a BOM of UTF-8, given as utf-8 or not
     except UnicodeDecodeError as error:
         line = data[: error.start].decode(encoding or "utf-8", errors="replace").count("\n") + 1
         raise DataError([f"{path}:{line}: not {encoding or 'UTF-8'} (byte 0x{data[error.start]:02x} at offset "
-                         f"{error.start}); {fix}"]) from None
+                         f"{error.start}{f'; {why}' if why else ''}); {fix.format(encoding=guess)}"]) from None
+    if encoding is None and why:
+        raise DataError([f"{path}:1: not UTF-8 ({why}); {fix.format(encoding=guess)}"])
+    return text
+
+
+def looks_like(data: bytes) -> tuple[str, str | None]:
+    """(the encoding bytes that are not UTF-8 look like, what shows it): UTF-32 or UTF-16 by a byte order mark, UTF-16
+    by NUL bytes beside ASCII ones, else cp1252 (None: only that a help desk's export of Windows is so, most often)."""
+    for name, marks in (("utf-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)), ("utf-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))):
+        if data.startswith(marks):      # UTF-32's little-endian mark begins with UTF-16's: it is looked for first
+            return name, f"the file begins with {name.upper()}'s byte order mark"
+    sample = data[:4096]
+    if len(sample) > 1 and sample.count(0) * 3 > len(sample):
+        return "utf-16", "a NUL byte beside every letter, as UTF-16 writes text"
+    return "cp1252", None
 
 
 def require_columns(columns: list[str], required: tuple[str, ...], file: str | Path) -> None:
@@ -135,14 +167,24 @@ def validate(tickets: pl.DataFrame, queries: pl.DataFrame, pairs: pl.DataFrame, 
 
 
 def without_control(frame: pl.DataFrame, table: str, report: IntakeReport) -> pl.DataFrame:
-    """The table without CONTROL characters in any text column, how many were removed from how many records counted."""
-    columns = [c for c, kind in frame.schema.items() if kind == pl.String and c != ORIGIN]
+    """The table without CONTROL characters in any text column but the ids (refused: ID_CONTROL), how many were removed
+    from how many records counted."""
+    columns = [c for c, kind in frame.schema.items() if kind == pl.String and c not in (ORIGIN, *IDS)]
     if not columns or frame.is_empty():
         return frame
     found = frame.select(pl.sum_horizontal(pl.col(c).str.count_matches(CONTROL) for c in columns)).to_series()
     report.add(f"control characters removed from {table}", int(found.sum()))
     report.add(f"{table} with control characters removed", int((found > 0).sum()))
     return frame.with_columns(pl.col(c).str.replace_all(CONTROL, "") for c in columns)
+
+
+def id_problem(value: str, id_name: str) -> str | None:
+    """Why an id is refused for the characters it holds (a line break, a control character), or None."""
+    found = ID_CONTROL.search(value)
+    if found is None:
+        return None
+    what = "a line break" if found[0] in LINE_BREAKS else "a control character"
+    return f"{id_name} {shorten(value)} holds {what} (U+{ord(found[0]):04X}); an id is one line of printable characters"
 
 
 def named(field: str, read_from: dict[str, str]) -> str:
@@ -160,6 +202,9 @@ def _check_records(frame: pl.DataFrame, id_column: str, fields: tuple[str, ...],
         record, origin = row[id_column], row[ORIGIN]
         if not record:
             problems.append(f"{origin}: {table} record has an empty {id_name}")
+            continue
+        if controlled := id_problem(record, id_name):
+            problems.append(f"{origin}: {controlled}")
             continue
         if record in first_seen:
             problems.append(f"{origin}: {id_name} {record!r} is a duplicate (first at {first_seen[record]})")
@@ -187,12 +232,11 @@ def _check_pairs(pairs: pl.DataFrame, ticket_ids: set[str], query_ids: set[str],
         split = row.get("split") or None
         rank = str(row.get("source_rank") or "").strip()
         ok = True
-        if query_id not in query_ids:
-            problems.append(f"{where}: unknown {named('query_id', read_from)} {query_id!r}")
-            ok = False
-        if ticket_id not in ticket_ids:
-            problems.append(f"{where}: unknown {named('ticket_id', read_from)} {ticket_id!r}")
-            ok = False
+        for column, value, known in (("query_id", query_id, query_ids), ("ticket_id", ticket_id, ticket_ids)):
+            if value not in known:
+                name = named(column, read_from)
+                problems.append(f"{where}: {id_problem(value, name) or f'unknown {name} {value!r}'}")
+                ok = False
         if label is None:
             problems.append(f"{where}: unknown {named('label', read_from)} {shorten(str(row['label']))}; "
                             f"expected one of {list(LABELS)} or {list(LABELS.values())}")

@@ -285,11 +285,16 @@ class TicketIndex:
     def __len__(self) -> int:
         return self.vectors.ntotal
 
-    def rows(self, rows: Sequence[int]) -> list[dict]:
-        """What a hit shows of the tickets at `rows` (SHOWN). Row by row: Arrow's `take` would import pandas, half a
-        second of a cold search."""
-        shown = self.table.select(list(SHOWN))
-        return [shown.slice(row, 1).to_pylist()[0] for row in rows]
+    def rows(self, rows: Sequence[int], excerpt: int | None = None) -> list[dict]:
+        """What a hit shows of the tickets at `rows` (SHOWN), each text of more than `excerpt` characters cut to them
+        (None: whole) and `cut`, each such text's full length. Row by row: Arrow's `take` would import pandas, half a
+        second of a cold search; and no more than one row's whole texts are held at once."""
+        shown, found = self.table.select(list(SHOWN)), []
+        for row in rows:
+            ticket = shown.slice(row, 1).to_pylist()[0]
+            cut = {f: len(ticket[f]) for f in TICKET_FIELDS if excerpt is not None and len(ticket[f] or "") > excerpt}
+            found.append({**ticket, **{f: ticket[f][:excerpt] for f in cut}, "cut": cut})
+        return found
 
     def tokens(self, row: int) -> dict[str, list[str]]:
         """The ticket's tokens, part by part."""

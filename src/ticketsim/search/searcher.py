@@ -6,7 +6,7 @@ search/queries.py) and a TicketIndex whose vectors that bundle's weights folded 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,13 +28,18 @@ from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 PHRASES_CACHED = 10_000     # tickets whose phrases a searcher keeps
+# Characters of a ticket's text that a hit carries unless the whole is asked for (`--full`, the API's `full=1`): a
+# pasted log of a million characters in each hit's JSON cost the page's worker gigabytes for text nobody reads there.
+EXCERPT = 2_000
 # What the figures of a hit mean, in the words every reader gets (the page's legend, `ticketsim search`'s table): the
 # 1-5 figure only where a calibration was fitted on labelled pairs, else g alone, so a figure means the same everywhere.
 LEGEND = {
     True: "score: the similarity calibrated on labelled pairs to the labels' 1-5 scale (5 solved it, 3 related, "
-          "1 not relevant); g: the model's raw similarity, 0 to 1, which orders equal scores",
-    False: "g: the model's raw similarity, 0 to 1 (higher is more alike); compare hits by it. No 1-5 score: this model "
-           "was trained without labelled pairs, so nothing calibrates g to the labels' scale",
+          "1 not relevant); g: the model's raw similarity exp(-distance), in this model's own units (often far below 1), "
+          "which orders equal scores",
+    False: "g: the model's raw similarity exp(-distance), in this model's own units (often far below 1; higher is more "
+           "alike); compare hits by it. No 1-5 score: this model was trained without labelled pairs, so nothing "
+           "calibrates g to the labels' scale",
 }
 
 
@@ -48,6 +53,7 @@ class Hit:
     description: str
     solution: str
     reasons: dict           # reasons.reasons: the matched parts with their shared phrases, the coherent shared topics
+    cut: dict = field(default_factory=dict)     # the texts cut to EXCERPT characters, each with its whole length
 
 
 @dataclass(frozen=True)
@@ -122,8 +128,9 @@ class Searcher:
     def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
         return cls(query_encoder(bundle), TicketIndex.load(index), bundle, index)
 
-    def search(self, queries: pl.DataFrame, k: int = 10) -> list[Answer]:
-        """The top k tickets of each query (query_id, subject, description), best first; DataError on an empty query."""
+    def search(self, queries: pl.DataFrame, k: int = 10, full: bool = False) -> list[Answer]:
+        """The top k tickets of each query (query_id, subject, description), best first, their texts whole with `full`
+        (else cut to EXCERPT characters, as each hit's `cut` says); DataError on an empty query."""
         queries = queries.select(list(QUERY_SCHEMA)).with_columns(pl.col(QUERY_FIELDS).fill_null(""))
         problems = [f"query {shorten(q)}: subject and description are both empty; describe the problem in at least one"
                     for q, s, d in queries.iter_rows() if not (s.strip() or d.strip())]
@@ -140,7 +147,7 @@ class Searcher:
             lexical = index.postings.distances(words[i]) if layout.lexical_weight else None
             rows, totals = top_k(index.nearest, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
-            found = index.rows(rows.tolist())
+            found = index.rows(rows.tolist(), None if full else EXCERPT)
             fitted = self.queries.calibrator.fitted
             calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
             hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
@@ -154,7 +161,7 @@ class Searcher:
         why = reasons(query_phrases, self.ticket_phrases(int(row)), query_topics, ticket["topics"], self.topic_labels,
                       self.index.postings.idf)
         return Hit(rank, ticket["ticket_id"], float(score), None if calibrated is None else float(calibrated),
-                   ticket["subject"] or "", ticket["description"] or "", ticket["solution"] or "", why)
+                   ticket["subject"] or "", ticket["description"] or "", ticket["solution"] or "", why, ticket["cut"])
 
     def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
         notes = []

@@ -12,10 +12,18 @@ import polars as pl
 
 from ticketsim.config import Params, load_params
 from ticketsim.data.csvsource import Dialect, read_records
+from ticketsim.data.validate import IntakeReport
 from ticketsim.errors import ERROR, OK
 
 # What loads torch (the Scorer), Flask or gunicorn is imported by the command that needs it: a search through a bundle's
 # query export loads none of them.
+
+
+def say_altered(file: str, report: IntakeReport) -> None:
+    """What intake changed in the file's records (a field cut to its limit, control characters removed), on stderr: the
+    index holds them so."""
+    for line in report.altered():
+        print(f"ticketsim: {file}: {line}", file=sys.stderr)
 
 
 def workspace_params(params: str | None) -> Params:
@@ -31,7 +39,9 @@ def build_index_command(params: str | None, model: str, index: str, tickets: str
     from ticketsim.bundle.loader import Scorer
     from ticketsim.search.index import build_index, model_hash
 
-    records, settings = read_records(tickets, "tickets", columns, dialect=Dialect(encoding, delimiter)), workspace_params(params)
+    report, settings = IntakeReport(), workspace_params(params)
+    records = read_records(tickets, "tickets", columns, dialect=Dialect(encoding, delimiter), report=report)
+    say_altered(tickets, report)
     built = build_index(Scorer.load(model), model_hash(model), records, index, precision=precision or settings.index.precision,
                         engine=settings.encode.engine, force=force, graph=settings.index.graph)
     print(f"indexed {len(built)} tickets ({built.vectors.d} dimensions) in {index} ({built.generation.name})")
@@ -44,7 +54,9 @@ def add_to_index_command(params: str | None, model: str, index: str, file: str, 
     from ticketsim.bundle.loader import Scorer
     from ticketsim.search.index import add_tickets
 
-    tickets = read_records(file, "tickets", columns, origins=True, dialect=Dialect(encoding, delimiter))   # refused: file:line
+    report = IntakeReport()     # refused: file:line of every problem
+    tickets = read_records(file, "tickets", columns, origins=True, dialect=Dialect(encoding, delimiter), report=report)
+    say_altered(file, report)
     added, grown = add_tickets(index, Scorer.load(model), model, tickets, workspace_params(params).encode.engine)
     print(f"added {added} tickets to {index} ({len(grown)} in all, {grown.generation.name}; a running server "
           "follows). `dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
@@ -61,20 +73,23 @@ def rollback_index_command(index: str) -> int:
 
 
 def search_command(model: str, index: str, subject: str | None, description: str | None, queries: str | None, k: int,
-                   json_out: bool, encoding: str | None, delimiter: str | None) -> int:
-    """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON."""
+                   json_out: bool, full: bool, encoding: str | None, delimiter: str | None) -> int:
+    """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON (`full`: each
+    ticket's texts whole, not cut to searcher.EXCERPT characters)."""
     from ticketsim.search.searcher import LEGEND, Searcher
 
     if queries and (subject or description):
         print("ticketsim search: give --subject/--description or --queries, not both", file=sys.stderr)
         return ERROR
-    asked = read_records(queries, "search", dialect=Dialect(encoding, delimiter)) if queries else \
+    report = IntakeReport()
+    asked = read_records(queries, "search", dialect=Dialect(encoding, delimiter), report=report) if queries else \
         pl.DataFrame({"query_id": ["1"], "subject": [subject or ""], "description": [description or ""]})
+    say_altered(queries, report)
     searcher = Searcher.load(model, index)
     if searcher.queries.runtime == "torch":    # seconds of imports: say why, so a slow answer has its reason
         print(f"ticketsim search: {model} has no query export (its variant needs torch, or it was bundled before "
               "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
-    answers = searcher.search(asked, k)
+    answers = searcher.search(asked, k, full)
     if json_out:
         print(json.dumps([a.as_dict() for a in answers], indent=2))
     else:   # the legend once, as the page shows it: what score and g mean for this model
