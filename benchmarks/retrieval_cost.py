@@ -2,7 +2,7 @@
 repro`): the fold models trained once (with a pool of every ticket kept per fold, for cv_retrieve, or not), then the
 same trials scored by each objective.
 
-    python -m benchmarks.retrieval_cost [--dataset default] [--trials 20]
+    python -m benchmarks.retrieval_cost [--dataset default] [--variant Ac+L-relpos] [--trials 20]
 
 Prints seconds per fold (training and vectors, the pools' share apart) and per trial, and the ratio retrieve / rerank.
 """
@@ -56,9 +56,12 @@ def table(figures: dict[str, dict[str, float]], described: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="default")
+    parser.add_argument("--variant", help="the final variant searched (default: the dataset's siamese.final)")
     parser.add_argument("--trials", type=int, default=20)
     args = parser.parse_args()
     params = load_params("params.yaml").for_dataset(args.dataset)
+    if args.variant:
+        params = replace(params, siamese=replace(params.siamese, final=args.variant))
     files = stage_paths("tune", args.dataset)
     torch.set_num_threads(threads_alone(params.siamese, params.siamese.variant(params.siamese.final)))
     problem = prepared_for_tuning(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"],

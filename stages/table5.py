@@ -3,7 +3,7 @@ rows trained over seeds as mean ± sd, and the paper's claims held or not by a p
 import json
 from pathlib import Path
 
-from ticketsim.evaluate.report import SD, table5, write_results
+from ticketsim.evaluate.report import SD, registered_note, table5, write_results
 from ticketsim.lifecycle.tracking import log_methods, log_metrics
 from ticketsim.stage import Arg, Stage
 from ticketsim.training.claims import claims_report, judged
@@ -20,8 +20,9 @@ def main() -> None:
         paths = [p for arg in map(Path, args.inputs) for p in (sorted(arg.glob("*.json")) if arg.is_dir() else [arg])]
         table = table5([json.loads(p.read_text()) for p in paths])
         claims = judged(table.seeds)
+        registered = f"#{stage.params.siamese.final_row(stage.dataset_config)}"
         write_results(table.results, args.metrics, args.reports, args.plots, f"{stage.dataset}: Table 5", table.blocks,
-                      table.sd, {"claims": claims})
+                      table.sd, {"claims": claims}, registered, registered_note(registered, stage.dataset_config.protocol))
         (Path(args.reports) / "claims.md").write_text(claims_report(table, claims))
         log_metrics({key: {"mean_difference": c["mean_difference"], "p": c["p"], "held": float(c["held"])}
                      for key, c in claims.items()}, prefix="claims")

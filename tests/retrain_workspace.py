@@ -105,7 +105,7 @@ def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | N
     settings = yaml.safe_load((root / "params.yaml").read_text())
     settings["datasets"] = {"default": {"source": "csv", "raw": "data/labeled"}}
     settings["gate"] = {"metrics": {"dev.rerank.map": {"direction": "max", "tolerance": 0.01},
-                                    "dev.similarity.mse": {"direction": "min", "tolerance": 0.05}}, "baseline_rev": "main"}
+                                    "dev.similarity.mse": {"direction": "min", "tolerance": 0.05}}}
     settings["retrain"] = {"targets": [STANDIN], "dataset": "default"}
     merge(settings, params or {})
     (root / "params.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))

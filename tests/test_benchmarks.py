@@ -218,3 +218,19 @@ def test_a_tests_cpu_is_its_own_or_its_subprocesses_and_collection_jobs_are_outs
     assert child["children"] > 0.05 and child["own"] < child["children"]
     assert here["own"] > 0.05 and here["children"] == 0
     assert found.outside["python -c (a spawned worker, or code)"] > 0.05 and found.cpu >= child["children"] + here["own"]
+
+
+def test_the_retrieval_cost_benchmark_times_both_cv_objectives_on_the_same_fold_models_and_trials(tmp_path):
+    from benchmarks import retrieval_cost
+    from conftest import tiny_corpus
+    from test_tune import cv_params, cv_problem
+
+    params = cv_params(tmp_path, folds=3)
+    corpus, tokens = tiny_corpus(n_tickets=80, n_labeled_queries=40, n_enduser_queries=6)
+    problem = cv_problem(params, corpus, tokens)
+    weights = retrieval_cost.trial_weights(problem, 3)
+    assert len({tuple(w.channels.values()) for w in weights}) == 3 and weights == retrieval_cost.trial_weights(problem, 3)
+    figures = retrieval_cost.measure(problem, 3)
+    assert set(figures) == {"cv_map", "cv_retrieve"} and all(v > 0 for f in figures.values() for v in f.values())
+    table = retrieval_cost.table(figures, "tiny")
+    assert "| per fold |" in table and "| per trial |" in table and table.count("x |") == 2

@@ -27,16 +27,17 @@ def params_file(tmp_path: Path, **datasets) -> Path:
 
 
 def test_a_datasets_final_overrides_siamese_final_for_its_stages_only(tmp_path):
-    path = params_file(tmp_path, default={"source": "synthetic"}, semeval={"source": "semeval2016", "raw": "x", "final": "Szs+L"})
+    path = params_file(tmp_path, default={"source": "synthetic"},
+                       semeval={"source": "semeval2016", "raw": "x", "final": "Ac+L-relpos"})
     params = load_params(path)
-    assert params.siamese.final_of(params.dataset("semeval")) == "Szs+L"
-    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "Ac+L-relpos-merged"
-    assert params.for_dataset("semeval").siamese.final == "Szs+L" and params.for_dataset("default").siamese.final == "Ac+L-relpos-merged"
-    # a stage of the dataset reads it as siamese.final; the row the final stage trains keeps the variant's name: nothing
-    # is tuned for a variant that learns from no labelled pair
+    assert params.siamese.final_of(params.dataset("semeval")) == "Ac+L-relpos"
+    assert params.siamese.final_of(params.dataset("default")) == params.siamese.final == "Szs+L"
+    assert params.for_dataset("semeval").siamese.final == "Ac+L-relpos" and params.for_dataset("default").siamese.final == "Szs+L"
+    # a stage of the dataset reads it as siamese.final; the row the final stage trains is the tuned variant's, and keeps
+    # the variant's name where nothing is tuned (a variant that learns from no labelled pair)
     stage = Stage("final", "doc").start(["semeval", "--params", str(path)])
-    assert stage.params.siamese.final == "Szs+L" and stage.params.siamese.final_row(stage.dataset_config) == "Szs+L"
-    assert params.siamese.final_row(params.dataset("default")) == "Ac+L-relpos-merged-tuned"
+    assert stage.params.siamese.final == "Ac+L-relpos" and stage.params.siamese.final_row(stage.dataset_config) == "Ac+L-relpos-tuned"
+    assert params.siamese.final_row(params.dataset("default")) == "Szs+L"
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -107,6 +107,15 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "ticketsim select --dataset default --variants Ac+L-relpos Ac+L-relpos-merged Ac+L-relpos-merged2 --folds 5 --seeds 0 1 2":
         "a minute of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
         "files, tests/test_shift.py the rule that picks the cheaper configuration",
+    "ticketsim select --dataset default --variants Ac+L-relpos-merged Ac+L-relpos Ac+L-relpos-merged2 --baselines --out a.json":
+        "three minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone "
+        "pipeline's files (retrieval decides), tests/test_retrieval_choice.py the rule by retrieval",
+    "ticketsim select --dataset default --variants Ac+L-relpos-neg --out b.json":
+        "a minute of training: tests/test_pipeline.py runs `ticketsim select`, tests/test_retrieval_choice.py the rule",
+    "ticketsim select --merge a.json b.json --out reports/select/default-retrieve.json":
+        "needs the two reports above: tests/test_select_merge.py merges reports of other configurations on the same seeds",
+    "python -m benchmarks.retrieval_cost --variant Ac+L-relpos --trials 20":
+        "a benchmark on the pipeline's files: tests/test_benchmarks.py runs its measure and table on a tiny problem",
     "python -m benchmarks.approximate --index my-index --sizes 1000000":
         "a benchmark (the index tiled to a million tickets, its graph linked), not a test; tests/test_benchmarks.py runs it "
         "on a tiny bundle",

@@ -118,3 +118,17 @@ def test_a_row_over_two_seeds_is_the_mean_and_sd_of_its_seeds_figures_and_the_ta
     assert table.sd == results[SD] and [run["seed"] for run in table.seeds["#15"]] == [0, 1]
     mean, sd = results["#15"]["dev"]["similarity"]["mse"], results[SD]["#15"]["dev"]["similarity"]["mse"]
     assert f"| {mean:.3f} ± {sd:.3f} |" in markdown_table(table.results, "dev", table.blocks, table.sd)
+
+
+def test_the_tables_mark_the_registered_row_and_say_what_chose_it(tmp_path):
+    from ticketsim.evaluate.report import registered_note as decided
+    from ticketsim.evaluate.report import write_results
+
+    results = {"#A": {"test": {"retrieve": {"mrr@10": 0.7}}}, "#B": {"test": {"retrieve": {"mrr@10": 0.8}}}}
+    note = decided("#B", "retrieve")
+    write_results(results, tmp_path / "m.json", tmp_path / "reports", tmp_path / "plots", "t", "beyond the paper",
+                  marked="#B", note=note)
+    table = (tmp_path / "reports" / "test.md").read_text()
+    assert "| **#B** (registered) | 80.00 |" in table and "| #A | 70.00 |" in table
+    assert table.rstrip().endswith(note) and "CV retrieve MRR@10" in note and "`#B`" in note
+    assert "CV rerank MAP" in decided("#B", "rerank")

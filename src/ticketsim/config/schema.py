@@ -435,7 +435,6 @@ class GateConfig:
         "dev.similarity.mse": GateRule("min", 0.05), "dev.similarity.pearson": GateRule("max", 0.05)},
         "results of the final variant (keys as in them) -> rule; the retrieve figures: each trusted query searching every "
         "ticket of the dataset, as a user does")
-    baseline_rev: str = param("main", "without a registry champion: `dvc metrics diff <baseline_rev>` gives its metrics")
     trusted_pairs: str = param("", "pairs a maintainer marked trusted (the layout of `pairs add`), decided on beside the "
                                    "frozen dev pairs; \"\": none")
     review: ReviewConfig = param(ReviewConfig(), "the check of feedback before it trains")

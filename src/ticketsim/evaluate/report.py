@@ -18,10 +18,11 @@ Results = dict[str, dict[str, dict[str, dict[str, float]]]]  # method -> split -
 
 
 def markdown_table(results: Results, split: str, blocks: Mapping[str, str] | None = None,
-                   sd: Mapping[str, Mapping] | None = None) -> str:
+                   sd: Mapping[str, Mapping] | None = None, marked: str | None = None) -> str:
     """One row per method, one column per protocol.measure, values in percent except MSE and correlations; a heading
     row starts each block (`blocks`: method -> its block) when the table has more than one; a method trained over
-    seeds (`sd`: method -> its figures' standard deviation) shows mean ± sd."""
+    seeds (`sd`: method -> its figures' standard deviation) shows mean ± sd; the `marked` method (the registered one)
+    in bold."""
     columns = sorted({(p, m) for by_split in results.values() for p, ms in by_split.get(split, {}).items() for m in ms},
                      key=lambda c: (c[0] != "rerank", c[0], c[1]))
     header = "| method | " + " | ".join(f"{p} {m}" for p, m in columns) + " |"
@@ -33,7 +34,7 @@ def markdown_table(results: Results, split: str, blocks: Mapping[str, str] | Non
         spread = (sd or {}).get(method, {}).get(split, {})
         cells = [format_value(m, by_split.get(split, {}).get(p, {}).get(m))
                  + (f" ± {format_value(m, spread[p][m])}" if m in spread.get(p, {}) else "") for p, m in columns]
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append(f"| {f'**{method}** (registered)' if method == marked else method} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -69,20 +70,31 @@ def write_metrics(metrics: Mapping[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(metrics, indent=2) + "\n")
 
 
+def registered_note(registered: str, protocol: str) -> str:
+    """The tables' note under Table 5: the registered row and the figure that chose it."""
+    figure = ("CV retrieve MRR@10 (each held-out train + dev query searching every ticket)" if protocol == "retrieve"
+              else "CV rerank MAP (each held-out train + dev query ordering its judged candidates)")
+    return (f"Registered: `{registered}` (siamese.final), chosen by {figure} with `ticketsim select`'s rule "
+            "(docs/model.md). Retrieve columns: each query searches every ticket and a ticket its split does not judge "
+            "counts as not relevant, so they are the user's figures where a split judges every relevant ticket (the "
+            "test split's end-user queries); dev and lay judge three candidates per query: read their rerank columns.")
+
+
 def write_results(results: Results, metrics: str | Path, reports: str | Path, plots: str | Path, title: str,
                   blocks: str | Mapping[str, str], sd: Mapping[str, Mapping] | None = None,
-                  extra: Mapping[str, Any] | None = None) -> None:
+                  extra: Mapping[str, Any] | None = None, marked: str | None = None, note: str = "") -> None:
     """The metrics JSON (for `dvc metrics`), a Markdown table and a bar plot per evaluated split. `blocks`: the results
     table's block of every method (one name, which the metrics file records for table5) or of each (method -> block);
     `sd`: the standard deviation over seeds of the methods trained over several (under SD in the metrics file, ± in the
-    tables); `extra`: more keys of the metrics file."""
+    tables); `extra`: more keys of the metrics file; `marked`: the registered method, in bold; `note`: a paragraph
+    under each table (what decided)."""
     reports, plots = Path(reports), Path(plots)
     write_metrics({**results, **({BLOCK: blocks} if isinstance(blocks, str) else {}), **({SD: sd} if sd else {}),
                    **(extra or {})}, metrics)
     reports.mkdir(parents=True, exist_ok=True)
     by_method = dict.fromkeys(results, blocks) if isinstance(blocks, str) else blocks
     for split in sorted({s for by_split in results.values() for s in by_split}):
-        (reports / f"{split}.md").write_text(markdown_table(results, split, by_method, sd))
+        (reports / f"{split}.md").write_text(markdown_table(results, split, by_method, sd, marked) + (f"\n{note}\n" if note else ""))
         bar_plot(results, split, plots / f"{split}.png", f"{title}, {split} split")
 
 
