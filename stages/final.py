@@ -25,7 +25,7 @@ def main() -> None:
                          labelled)
     with torch_threads(threads_alone(params.siamese, row.variant)):
         trained = train_row(data, row)
-    log_row(stage, row, trained, Path(args.metrics))
+    print(log_row(stage, row, trained, Path(args.metrics)), flush=True)
 
 
 if __name__ == "__main__":

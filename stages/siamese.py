@@ -31,7 +31,8 @@ def main() -> None:
     finished = whole_groups(side_by_side(train_row, data, rows, cfg.workers, cfg.threads), attrgetter("name"), len(seeds))
     for done, runs in enumerate(finished, 1):
         row, trained = over_row_seeds(runs, seeds)
-        log_row(stage, row, trained, Path(args.metrics) / f"{row.name}.json", f"{done}/{len(rows) // len(seeds)}")
+        print(log_row(stage, row, trained, Path(args.metrics) / f"{row.name}.json", f"{done}/{len(rows) // len(seeds)}"),
+              flush=True)
 
 
 if __name__ == "__main__":

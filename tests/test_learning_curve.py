@@ -119,7 +119,7 @@ def curve(problem, sizes, **options) -> dict:
                              sizes, k=3, extra=["shift"], reference="zero", resamples=200, **options)
 
 
-def test_sizes_above_the_pool_are_skipped_and_the_cli_writes_its_table_json_and_png(problem, trained_on, tmp_path, capsys):
+def test_sizes_above_the_pool_are_skipped_and_the_cli_writes_its_table_json_and_png(problem, trained_on, tmp_path):
     pool = min(len(p) for p in lc.pools(problem, 3, 0))
     report = curve(problem, ["4", str(pool + 1), "all"], seeds=[0, 1])
     assert report["sizes"] == ["4", "all"] and report["skipped"] == [str(pool + 1)]
@@ -134,8 +134,7 @@ def test_sizes_above_the_pool_are_skipped_and_the_cli_writes_its_table_json_and_
     with pytest.raises(ConfigError, match="not an untrained line"):
         lc.learning_curve(problem, {"22": FINAL}, {}, ["4"], [0], 3, reference="BM25")
 
-    write(report | {"dataset": "tiny", "seconds": 1.0}, tmp_path / "curve.json", tmp_path / "img" / "curve.png")
-    printed = capsys.readouterr().out
+    printed = write(report | {"dataset": "tiny", "seconds": 1.0}, tmp_path / "curve.json", tmp_path / "img" / "curve.png")
     assert "| 22 | 4 |" in printed and "| zero (untrained) | 0 |" in printed and "shift MAP" in printed
     assert f"skipped, above the smallest pool: {pool + 1}" in printed
     assert json.loads((tmp_path / "curve.json").read_text())["curves"]["22"][0]["size"] == "4"

@@ -9,6 +9,7 @@ import sys
 import pytest
 from conftest import REPO
 
+from ticketsim.errors import StepError
 from ticketsim.training.selection_report import merged
 
 FS, FC = (REPO / "reports/select/semeval-gpu-fs.json", REPO / "reports/select/semeval-gpu-fc-relpos-3seeds.json")
@@ -44,5 +45,5 @@ def test_a_shared_configuration_with_other_figures_or_other_seeds_is_not_joined(
     for name, report, says in (("moved", moved, "Szs[+]L differs"), ("reseeded", reseeded, "differ in configurations and in seeds")):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(report))
-        with pytest.raises(SystemExit, match=says):
+        with pytest.raises(StepError, match=says):
             merged([FS, path], resamples=100)

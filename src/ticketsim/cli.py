@@ -129,8 +129,8 @@ def model_commands(commands) -> Parsers:
     select.add_argument("--variants", nargs="+",
                         help="names in siamese.variants or siamese.finetuned; the first is the one the paired tests "
                              "compare the others with (siamese.unlabelled, the reference of the choice, is added)")
-    select.add_argument("--folds", type=int, default=5)
-    select.add_argument("--seeds", type=int, nargs="+", default=[13, 14, 15])
+    select.add_argument("--folds", type=int, help="folds of the train + dev queries (default: tune.folds)")
+    select.add_argument("--seeds", type=int, nargs="+", help="a model per seed (default: evaluation.seeds)")
     select.add_argument("--cv-seeds", type=int, help="cross-validate with the first N seeds only (default: all; 0: no "
                                                         "cross-validation nor paired tests); the dev figure uses every seed")
     select.add_argument("--epochs", type=int, help="training epochs per model (default: each variant's own training config)")
@@ -154,7 +154,7 @@ def model_commands(commands) -> Parsers:
                        "trained ones make curves, label-free ones (labels: false, e.g. Szs+L) flat lines")
     curve.add_argument("--sizes", nargs="+", help="judged queries per model, or `all` (default: 25 50 100 200 all)")
     curve.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    curve.add_argument("--folds", type=int, default=5)
+    curve.add_argument("--folds", type=int, help="folds of the train + dev queries (default: tune.folds)")
     curve.add_argument("--extra", nargs="+", default=[], metavar="SPLIT",
                        help="splits never trained on that every model scores too (a shift split; SemEval's later "
                             "year is scored without asking)")

@@ -37,7 +37,7 @@ from ticketsim.model.losses import loss_of
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.trainer import History, fit, rescale, seed_folder
-from ticketsim.training.variant import fingerprint
+from ticketsim.training.variant import pairs_digest
 
 WordVectors = Callable[[Sequence[str]], np.ndarray]   # words -> their (len(words), dim) pretrained vectors
 POINTWISE = ("mse", "bce")                           # the other losses rank each query's candidates
@@ -97,7 +97,7 @@ def compare(name: str, cfg: ComparatorsConfig, corpus: Corpus, tokens: Tokens, w
     groups = None if cfg.loss in POINTWISE else query_groups(pairs)
     train = cfg.training(name)
     meta = {"model_config": asdict(model.cfg), "train_config": asdict(train), "loss": cfg.loss, "margin": cfg.margin,
-            "words": hashlib.sha256("\n".join(words).encode()).hexdigest(), "seed": seed, "data": fingerprint(pairs)}
+            "words": hashlib.sha256("\n".join(words).encode()).hexdigest(), "seed": seed, "data": pairs_digest(pairs)}
     history = fit(model, predict, targets, train_rows, dev_rows, train, seed, checkpoint, meta, on_epoch, loss=loss, groups=groups)
 
     scores = score_pairs(model, tokens, words, pairs)

@@ -1,8 +1,7 @@
 """The report of `ticketsim curve` (ticketsim.workflows.curve): what agents' clicks buy. The learning curve of
-ticketsim.training.learning_curve printed as a Markdown table, written as JSON and as a PNG (the deciding CV figure,
-retrieve MRR@10 or rerank MAP, against judged queries,
-a band over the seeds, the untrained methods as horizontal lines), and logged to MLflow (a `curve` run: the table, the
-JSON and the PNG).
+ticketsim.training.learning_curve rendered as a Markdown table (which the workflow prints), written as JSON and as a
+PNG (the deciding CV figure, retrieve MRR@10 or rerank MAP, against judged queries, a band over the seeds, the untrained
+methods as horizontal lines), and logged to MLflow (a `curve` run: the table, the JSON and the PNG).
 """
 from __future__ import annotations
 
@@ -81,9 +80,8 @@ def plot(report: dict, path: Path) -> None:
 
 
 def write(report: dict, out: Path | None, png: Path | None) -> str:
-    """Print the table; write the JSON and the PNG where asked. Returns the table."""
+    """Write the JSON and the PNG where asked. Returns the table (for the workflow to print)."""
     table = markdown(report)
-    print(f"{table}\n\n{report['seconds']:.0f} s")
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n")

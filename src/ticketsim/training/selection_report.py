@@ -1,8 +1,9 @@
 """The report of `ticketsim select` (ticketsim.workflows.select): choose a configuration honestly. Cross-validated
 retrieval (each held-out query searching every ticket: MRR@10, MAP@10, nDCG@10) and rerank MAP over the train + dev
-queries beside the dev MAP, and paired tests over queries (ticketsim.training.selection); printed as a Markdown table,
-written as JSON. The dataset's protocol (datasets.<name>.decides: retrieve, or rerank for SemEval) decides: its CV figure
-ranks the configurations and its per-query figure (RR@10, or rerank AP) is what the paired tests compare.
+queries beside the dev MAP, and paired tests over queries (ticketsim.training.selection); rendered as a Markdown table
+(which the workflow prints), written as JSON. The dataset's protocol (datasets.<name>.decides: retrieve, or rerank for
+SemEval) decides: its CV figure ranks the configurations and its per-query figure (RR@10, or rerank AP) is what the
+paired tests compare.
 
 Per configuration (a name of siamese.variants): k-fold cross-validation by query for every seed (fold f scored, the
 next one early-stops, the rest train), and a model trained on train and early-stopped on dev per seed (the dev figure).
@@ -19,7 +20,6 @@ compared always) by CV and under each shift, and the choice by shift.choose and 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -235,14 +235,14 @@ REPORT_KEYS = ("dataset", "command", "queries", "folds", "seeds", "cv_seeds", "c
 
 
 def read_report(path: Path) -> dict:
-    """An --out report, or a one-line exit naming the file and what is wrong with it."""
+    """An --out report, or a StepError naming the file and what is wrong with it."""
     try:
         report = json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise SystemExit(f"--merge: {path}: not a readable JSON report ({error})")
+        raise StepError(f"--merge: {path}: not a readable JSON report ({error})") from None
     missing = [key for key in REPORT_KEYS if key not in report] if isinstance(report, dict) else list(REPORT_KEYS)
     if missing:
-        raise SystemExit(f"--merge: {path}: not a `ticketsim select` report (missing {', '.join(missing)})")
+        raise StepError(f"--merge: {path}: not a `ticketsim select` report (missing {', '.join(missing)})")
     return report
 
 
@@ -255,7 +255,7 @@ def merged(paths: list[Path], resamples: int, params: Params | None = None) -> d
     first = reports[0]
     for path, report in zip(paths[1:], reports[1:]):
         if (report["dataset"], report["queries"], report["folds"]) != (first["dataset"], first["queries"], first["folds"]):
-            raise SystemExit(f"--merge: {path} and {paths[0]} differ in dataset, queries or folds")
+            raise StepError(f"--merge: {path} and {paths[0]} differ in dataset, queries or folds")
     if all(list(r["configurations"]) == list(first["configurations"]) for r in reports):
         configurations, seeds, cv_seeds = stacked(reports)
     else:
@@ -288,7 +288,7 @@ def stacked(reports: list[dict]) -> tuple[dict, list[int], list[int]]:
     over all the seeds."""
     seeds = [seed for report in reports for seed in report["cv_seeds"]]
     if len(set(seeds)) < len(seeds):
-        raise SystemExit(f"--merge: a seed is in more than one report (CV seeds {seeds})")
+        raise StepError(f"--merge: a seed is in more than one report (CV seeds {seeds})")
     names = list(reports[0]["configurations"])
 
     def values(name: str, key: str) -> list[float]:
@@ -332,7 +332,7 @@ def joined(paths: list[Path], reports: list[dict]) -> tuple[dict, list[int], lis
     first = reports[0]
     for path, report in zip(paths[1:], reports[1:]):
         if sorted(report["cv_seeds"]) != sorted(first["cv_seeds"]) or sorted(report["seeds"]) != sorted(first["seeds"]):
-            raise SystemExit(f"--merge: {path} and {paths[0]} differ in configurations and in seeds: --merge stacks "
+            raise StepError(f"--merge: {path} and {paths[0]} differ in configurations and in seeds: --merge stacks "
                              f"other seeds of the same configurations, or joins other configurations on the same seeds")
     configurations: dict[str, dict] = {}
     for path, report in zip(paths, reports):
@@ -340,7 +340,7 @@ def joined(paths: list[Path], reports: list[dict]) -> tuple[dict, list[int], lis
             kept = configurations.setdefault(name, figures)
             differ = [q for q, ap in figures["query_ap"].items() if not np.isclose(ap or 0.0, kept["query_ap"].get(q) or 0.0)]
             if differ or len(figures["query_ap"]) != len(kept["query_ap"]):
-                raise SystemExit(f"--merge: {path}: {name} differs from its figures in an earlier report (CV AP of "
+                raise StepError(f"--merge: {path}: {name} differs from its figures in an earlier report (CV AP of "
                                  f"{len(differ)} queries): not the same folds and seeds")
             if len(figures.get("shifts", {})) > len(kept.get("shifts", {})):
                 configurations[name] = figures
@@ -425,7 +425,7 @@ def load_problem(params: Params, workspace: Path, dataset: str, names: list[str]
 
 def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
            epochs: int | None, baselines: bool, resamples: int, decides: str = "retrieve") -> dict:
-    """The report of `ticketsim select` on a Prepared (less its dataset, workspace and seconds): every configuration
+    """The report of `ticketsim select` on a Prepared (less its command, dataset, workspace and seconds): every configuration
     cross-validated for the first cv_seeds seeds and trained per seed, scored under `shifts`, the baselines beside them,
     the paired tests and the judgement against the zero-shot reference (siamese.unlabelled)."""
     params = problem.params
@@ -438,7 +438,7 @@ def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, s
     later = baseline_scores(shifts.later, params) if baselines and shifts.later is not None else {}
     for name, pair_scores in scores.items():
         results[name] = untrained(problem, pair_scores, later.get(name), folds, seeds[:cv_seeds], shifts, matrices.get(name))
-    return {"command": " ".join(sys.argv), "queries": problem.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].n_unique(),
+    return {"queries": problem.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].n_unique(),
             "folds": folds, "seeds": seeds, "cv_seeds": seeds[:cv_seeds], "epochs": epochs, "compared": len(variants),
             "decides": decides, "configurations": results,
             "tests": tests(results, variants, list(scores), resamples, decides) if cv_seeds else [],
@@ -447,8 +447,7 @@ def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, s
 
 
 def write(report: dict, out: Path | None) -> None:
-    print(markdown(report))
-    print(f"\n{report['seconds']:.0f} s")
+    """The report as JSON to `out`, where one is given."""
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n")

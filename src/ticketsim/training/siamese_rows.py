@@ -121,10 +121,11 @@ def evaluated(trained: TrainedVariant, params: Params, method: str, plot: Path |
     return calibrator, results
 
 
-def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = "") -> None:
+def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = "") -> str:
     """The row's MLflow run (stage.run of a ticketsim.stage.StageRun: the variant as a tag and params, each epoch's
     losses (of its first seed), its figures (over seeds: their mean, `sd.*` their standard deviation, `seed.*` each
-    seed's at step = the seed) and files) and its metrics file; one line says what it reached."""
+    seed's at step = the seed) and files) and its metrics file. Returns the line saying what it reached, for the stage
+    script to print."""
     from ticketsim.lifecycle.tracking import log_metrics  # MLflow: in the stage's process, never in a worker
 
     tag, cfg = stage.stage.name, stage.params.siamese
@@ -137,5 +138,5 @@ def log_row(stage, row: Row, trained: Trained, metrics: Path, progress: str = ""
             for epoch, losses in enumerate(zip(history.train_loss, history.dev_loss)):
                 log_metrics(dict(zip((f"{loss_prefix(phase)}train_loss", f"{loss_prefix(phase)}dev_loss"), losses)), step=epoch)
         stage.method_metrics(trained.results, f"#{row.name}", metrics)   # dev.rerank.map, ...: the same keys in every row
-    print(f"{tag}@{stage.dataset}-{row.name}: {headline(trained.results, f'#{row.name}')}, {trained.results['training']['seconds']} s"
-          f"{f' ({progress})' if progress else ''}", flush=True)
+    return (f"{tag}@{stage.dataset}-{row.name}: {headline(trained.results, f'#{row.name}')}, "
+            f"{trained.results['training']['seconds']} s{f' ({progress})' if progress else ''}")

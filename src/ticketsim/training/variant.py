@@ -163,7 +163,7 @@ def prepare_files(params: Params, corpus: str, tokens: str, word2vec: str, char_
 
 
 def inputs_digest(tokens: Tokens, word_table: np.ndarray, channels: Iterable[ChannelVectors]) -> str:
-    """Changes when a token, a word vector or a cached channel's value changes (with `fingerprint` of the pairs: what
+    """Changes when a token, a word vector or a cached channel's value changes (with `pairs_digest` of the pairs: what
     a checkpoint and a study name know of the data)."""
     digest = hashlib.sha1()
     for frame in (tokens.tickets, tokens.queries):
@@ -195,7 +195,7 @@ def branch_start(variants: Iterable[VariantConfig], siamese: SiameseParams, sent
     return BranchStart(encoder, siamese.encoder.on(sentence), scale, s_vectors.dim)
 
 
-def fingerprint(pairs: pl.DataFrame) -> str:
+def pairs_digest(pairs: pl.DataFrame) -> str:
     """Changes when any labelled pair, label or split changes: a checkpoint of other data is never resumed."""
     return str(pairs.select("query_id", "ticket_id", "label", "split").hash_rows(seed=0).sum())
 
@@ -241,7 +241,7 @@ def fit_variant(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
         if checkpoints is not None:
             options |= {"checkpoint": checkpoints / CHECKPOINTS[phase],
                         "meta": {"variant": asdict(variant), "model": asdict(model.cfg), "train": asdict(cfg),
-                                 "data": fingerprint(pairs), "inputs": inputs_digest, "seed": seed}}
+                                 "data": pairs_digest(pairs), "inputs": inputs_digest, "seed": seed}}
         if phase == "selfsup":
             if mined is None:
                 raise ValueError("a variant with selfsup: true needs the mined pairs (ticketsim.training.mining.mine)")

@@ -40,8 +40,8 @@ from ticketsim.side_by_side import reaped, spawn
 from ticketsim.training.variant import (
     CHOICE_SPLITS,
     Prepared,
-    fingerprint,
     inputs_digest,
+    pairs_digest,
     prepare_files,
     threads_alone,
     train_variant,
@@ -155,7 +155,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
     searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
     digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
-    digest.update(fingerprint(problem.pairs).encode())
+    digest.update(pairs_digest(problem.pairs).encode())
     digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
     if cfg.mode == "rescore" and not cfg.cross_validated and base_model is not None:   # a CV objective trains its own
         digest.update((Path(base_model) / WEIGHTS).read_bytes())
@@ -257,9 +257,28 @@ def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, ba
     return evaluate_trial(problem, cfg, default, problem.siamese.hidden)
 
 
+def not_searched(params: Params, dataset: str) -> str | None:
+    """Why the tune stage searches nothing on `dataset` (no labelled pairs, tune.enabled false, a final variant that
+    reads no label), or None."""
+    name = params.siamese.final_of(params.dataset(dataset))
+    if not params.dataset(dataset).labels:
+        return f"datasets.{dataset} has no labelled pairs"
+    if not params.tune.enabled:
+        return "tune.enabled is false"
+    return None if params.siamese.variant(name).labels else f"#{name} learns from no labelled pair (labels: false)"
+
+
+def unsearched_line(params: Params, dataset: str, out: str | Path) -> str | None:
+    """The line that says a tune searched nothing, why, and what `out` holds instead (for the caller to print); None
+    when it searches."""
+    why = not_searched(params, dataset)
+    return why and f"tune@{dataset}: {why}: {out} holds #{params.siamese.final_of(params.dataset(dataset))}'s weights, not searched"
+
+
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
-    """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow parent run."""
+    """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow
+    parent run. Where it searches nothing, unsearched_line says so."""
     cfg = params.tune.for_protocol(params.dataset(dataset).protocol)
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
@@ -269,12 +288,10 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
         name = params.siamese.final_of(params.dataset(dataset))
         final = params.siamese.variant(name)
         torch.set_num_threads(threads_alone(params.siamese, final))   # the fold models train here
-        why = (f"datasets.{dataset} has no labelled pairs" if not labelled else "tune.enabled is false" if not cfg.enabled
-               else None if final.labels else f"#{name} learns from no labelled pair (labels: false)")
+        why = not_searched(params, dataset)
         if why:     # nothing to tune by: no labelled pairs, or a final variant that reads none
             write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not searched")
             result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
-            print(f"tune@{dataset}: {why}: {out} holds #{name}'s weights, not searched")
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
             problem = problem if isinstance(problem, Prepared) else problem()

@@ -19,16 +19,18 @@ from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
 def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: list[str] | None, seeds: list[int],
-                  folds: int, extra: list[str], reference: str | None, epochs: int | None, out: Path | None,
+                  folds: int | None, extra: list[str], reference: str | None, epochs: int | None, out: Path | None,
                   plot: Path | None, no_mlflow: bool) -> int:
-    """CV retrieve MRR@10 and rerank MAP of the trained `variants` on `sizes` judged queries (default SIZES), beside BM25, S's zero-shot row and the
-    label-free variants, with the `extra` splits' MAP and the dataset's shift views' (SemEval's later year); each point
-    tested against `reference` (default: the first label-free variant, else S's row)."""
+    """CV retrieve MRR@10 and rerank MAP of the trained `variants` on `sizes` judged queries (default SIZES) in `folds`
+    folds (default: tune.folds), beside BM25, S's zero-shot row and the label-free variants, with the `extra` splits' MAP
+    and the dataset's shift views' (SemEval's later year); each point tested against `reference` (default: the first
+    label-free variant, else S's row)."""
     started = time.perf_counter()
     sizes = sizes or SIZES
     for size in sizes:
         parse_size(size)
     params = load_params(workspace / "params.yaml")
+    folds = params.tune.folds if folds is None else folds
     problem = load_problem(params, workspace, dataset, variants, {"S"}, splits=(*CHOICE_SPLITS, *extra))
     configurations = {name: params.siamese.variant(name) for name in variants}
     # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
@@ -45,6 +47,7 @@ def curve_command(workspace: Path, dataset: str, variants: list[str], sizes: lis
                                 decides=params.dataset(dataset).protocol)
     report = {"dataset": dataset, "command": " ".join(sys.argv), **report, "seconds": round(time.perf_counter() - started, 1)}
     table = write(report, out, plot)
+    print(f"{table}\n\n{report['seconds']:.0f} s")
     if not no_mlflow:
         log(params, report, table, [path for path in (out, plot) if path])
     return OK

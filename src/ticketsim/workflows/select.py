@@ -2,6 +2,7 @@
 ticketsim.training.selection_report printed and written; or several such reports merged into one."""
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -12,25 +13,35 @@ from ticketsim.data.tables import LAY
 from ticketsim.errors import OK, StepError
 from ticketsim.model.branches import reads
 from ticketsim.model.metric import metric_of
-from ticketsim.training.selection_report import load_problem, merged, select, write
+from ticketsim.training.selection_report import load_problem, markdown, merged, select, write
 from ticketsim.training.shift import THREADED, shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
-def select_command(workspace: Path, dataset: str | None, variants: list[str] | None, folds: int, seeds: list[int],
-                   cv_seeds: int | None, epochs: int | None, baselines: bool, resamples: int, out: Path | None,
-                   cross: list[str] | None, merge: list[Path] | None) -> int:
-    """Every configuration of `variants` (and siamese.unlabelled, the reference) cross-validated on the first `cv_seeds`
-    seeds, trained per seed, scored under the dataset's shifts (and `cross`: another workspace's dataset); or, with
-    `merge`, no training: one report of those reports."""
+def told(report: dict, out: Path | None) -> None:
+    """The report's table and its seconds printed, its JSON written to `out` where one is given."""
+    print(markdown(report))
+    print(f"\n{report['seconds']:.0f} s")
+    write(report, out)
+
+
+def select_command(workspace: Path, dataset: str | None, variants: list[str] | None, folds: int | None,
+                   seeds: list[int] | None, cv_seeds: int | None, epochs: int | None, baselines: bool, resamples: int,
+                   out: Path | None, cross: list[str] | None, merge: list[Path] | None) -> int:
+    """Every configuration of `variants` (and siamese.unlabelled, the reference) cross-validated in `folds` folds
+    (default: tune.folds) on the first `cv_seeds` of `seeds` (default: evaluation.seeds), trained per seed, scored under
+    the dataset's shifts (and `cross`: another workspace's dataset); or, with `merge`, no training: one report of those
+    reports."""
     if merge:     # a configuration of a report that predates its cost's record: priced by the workspace's params, if any
-        write(merged(merge, resamples, load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None), out)
+        told(merged(merge, resamples, load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None), out)
         return OK
     if not dataset or not variants:
         raise StepError("--dataset and --variants are required (or --merge)")
     started = time.perf_counter()
     params = load_params(workspace / "params.yaml").for_dataset(dataset)    # siamese.final: the dataset's
     variants = list(dict.fromkeys([*variants, params.siamese.unlabelled]))    # the reference is always compared
+    folds = params.tune.folds if folds is None else folds
+    seeds = list(params.evaluation.seeds) if seeds is None else seeds
     # one model at a time in this process: F on the encoder's threads, the rows' small matrices on siamese.threads
     torch.set_num_threads(threads_alone(params.siamese, *map(params.siamese.variant, variants)))
     # The lay split too: scored by the models trained on train (the tuner and the folds never read it).
@@ -46,7 +57,8 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
         other = load_problem(load_params(other_workspace / "params.yaml"), other_workspace, name, [], read)
     shifts = shifts_of(problem, cfg.source, train_parts(cfg) if cfg.source in THREADED else {}, other)
     cv_seeds = len(seeds) if cv_seeds is None else cv_seeds
-    report = select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol)
-    report |= {"dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
-    write(report, out)
+    report = {"command": " ".join(sys.argv),
+              **select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol),
+              "dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
+    told(report, out)
     return OK
