@@ -239,6 +239,7 @@ def test_a_page_whose_workers_cannot_load_the_index_stops_with_the_line_saying_w
     assert done.returncode == 2 and last.startswith(f"ticketsim serve: a worker cannot load, so nothing is served: {tickets}: "
                                                     "unreadable ("), done.stderr[-3000:]
     assert last.endswith(f"gen-000001 (60 tickets), is intact: `ticketsim index rollback --index {folder}` puts it in force")
+    assert f"\nticketsim serve: a worker cannot load: {tickets}: unreadable (" in done.stderr     # each worker's own line
     damage_vectors(folder)      # found by the parent before it starts a worker
     done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith(f"ticketsim serve: {folder / 'gen-000002' / 'vectors.npy'}: cut short")

@@ -20,9 +20,13 @@ FLOORS = [
     {"workflows"},
     {"stage", "cli"},
 ]
-# A command line is parsed by the CLI and by the stage scripts' helper; encoder_files is a tool of its own
-# (`python -m ticketsim.channels.encoder_files`).
-PARSERS = {"ticketsim.cli", "ticketsim.stage", "ticketsim.channels.encoder_files"}
+# A command line is parsed by the CLI and by the stage scripts' helper.
+PARSERS = {"ticketsim.cli", "ticketsim.stage"}
+# Talking to the process: printing, ending it, reading its command line. The library computes (it returns results and
+# raises ticketsim's errors); the command lines (PARSERS) and the workflows they call talk. The one exception in a
+# module: SIGTERM unwinds a block of side-by-side workers as Ctrl-C does, ending with the shell's status.
+TALKING = re.compile(r"print\(|sys\.exit|SystemExit|sys\.argv")
+TALKING_BUT = {"ticketsim.side_by_side": {"SystemExit"}}
 ROOT_MODULES_AT_MOST = 8
 
 
@@ -150,6 +154,17 @@ def test_argparse_only_where_a_command_line_is_parsed():
     parsing = sorted(name for name, path in modules().items() if name not in PARSERS and re.search(
         r"^\s*import argparse|^\s*from argparse import", path.read_text(), re.M))
     assert not parsing, f"argparse outside the CLI and the stage helper: {parsing}"
+
+
+def test_only_the_command_lines_and_the_workflows_print_exit_or_read_argv():
+    """`grep -rn "print(\\|sys.exit\\|SystemExit\\|sys.argv" src/ticketsim` finds them only in cli.py, stage.py and
+    workflows/ (and side_by_side's SIGTERM)."""
+    talking = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for name, path in sorted(modules().items())
+               if name not in PARSERS and not name.startswith("ticketsim.workflows")
+               for number, line in enumerate(path.read_text().splitlines(), 1)
+               if not set(TALKING.findall(line)) <= TALKING_BUT.get(name, set())]
+    assert not talking, ("the library talks (return the line, or raise ticketsim's error, and let the workflow or the "
+                         "stage script print it):\n" + "\n".join(talking))
 
 
 def test_the_root_holds_few_modules():

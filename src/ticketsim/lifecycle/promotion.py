@@ -1,5 +1,6 @@
 """The quality gate of `ticketsim gate | retrain` and promotion in the MLflow registry: the newest model version judged
-against the champion, tagged, and promoted when it passes. Steps are printed as they run (`==> ...`).
+against the champion, tagged, and promoted when it passes. Each step is said as it starts (`==> ...`, to the `say` the
+workflow passes).
 
 The seam with the training pipeline (stage register@<dataset>): each model it trains becomes a new version of
 `siamese.registered_name(dataset)`, from a run that logged the final variant's results (tracking.log_metrics of
@@ -16,6 +17,7 @@ How a new version comes to be registered (two roads) is ticketsim.workflows.retr
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -61,9 +63,11 @@ def gate_rules(params: Params) -> dict[str, GateRule]:
     return {sanitize(name): rule for name, rule in params.gate.metrics.items()}
 
 
-def run_gate(params: Params, version: str | None = None, record: bool = True) -> GateOutcome:
+def run_gate(params: Params, version: str | None = None, record: bool = True,
+             say: Callable[[str], None] = lambda line: None) -> GateOutcome:
     """Judge `version` (default: the newest, unless already judged) against the champion; if it passes, promote it and
-    freeze the dev pairs with it. `record` False (a dry run): judge only, no tag, no promotion, nothing frozen."""
+    freeze the dev pairs with it. `record` False (a dry run): judge only, no tag, no promotion, nothing frozen. `say`
+    gets each step's line before the step runs (the scoring takes minutes)."""
     cfg, model = params.tracking, params.siamese.registered_name(params.retrain.dataset)
     if not getattr(params.datasets.get(params.retrain.dataset), "labels", True):
         raise RetrainError(f"retrain.dataset = {params.retrain.dataset!r} has no labelled pairs (labels: false): its model "
@@ -84,7 +88,7 @@ def run_gate(params: Params, version: str | None = None, record: bool = True) ->
     if champion is not None:   # both models scored here, on the same trusted pairs: like with like
         scored = gate_basis(params, champion)
         sets = [scored.decide, *([scored.new] if scored.new else [])]
-        print(f"==> scoring {label(champion)} and {label(candidate)} on {'; and '.join(p.describe() for p in sets)}", flush=True)
+        say(f"==> scoring {label(champion)} and {label(candidate)} on {'; and '.join(p.describe() for p in sets)}")
         (baseline, *new_baseline), (figures, *new_figures) = (version_figures(cfg, v, sets, params.evaluation)
                                                               for v in (champion, candidate))
         basis = scored.basis()

@@ -16,7 +16,12 @@ def gate_command(params: str, version: str | None, dry_run: bool, summary: Path 
     """Judge the newest (or `version`) model version against the champion; promote it if it passes (unless `dry_run`)."""
     loaded = load_params(params)
     check_reachable(loaded.tracking)
-    return reported(run_gate(loaded, version=version, record=not dry_run), summary, outputs)
+    return reported(run_gate(loaded, version=version, record=not dry_run, say=step), summary, outputs)
+
+
+def step(line: str) -> None:
+    """A step of the gate said as it starts (`==> ...`), before the minutes it may take."""
+    print(line, flush=True)
 
 
 def reported(outcome: GateOutcome, summary: Path | None, outputs: Path | None) -> int:

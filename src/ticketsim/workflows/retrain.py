@@ -24,7 +24,7 @@ from ticketsim.lifecycle.retrain_lock import retrain_lock
 from ticketsim.lifecycle.tracking import check_reachable, log_metrics, stage_run, tracking_uri
 from ticketsim.model.branches import query_tower_refusal
 from ticketsim.training.query_tower import retrain_query_tower
-from ticketsim.workflows.gate import reported
+from ticketsim.workflows.gate import reported, step
 
 STAGE = "retrain"   # the MLflow run's stage tag of a query tower: the version was trained outside the DVC pipeline
 
@@ -49,7 +49,7 @@ def retrain(params: Params, full: bool = False) -> GateOutcome:
     full = full or not took_query_tower_road(params)
     if full:
         dvc("repro", *targets)
-    outcome = run_gate(params)
+    outcome = run_gate(params, say=step)
     if remote and outcome.promoted and full:    # the query-tower road's version lives in the registry alone
         dvc("push", "--with-deps", *targets)
     return outcome

@@ -100,8 +100,10 @@ def search_command(model: str, index: str, subject: str | None, description: str
 def serve_command(params: str | None, model: str, index: str, host: str | None, port: int | None, workers: int | None,
                   feedback: str | None, token: str | None) -> int:
     """The search page over the index, on gunicorn workers (each loads the bundle and the index once)."""
+    from gunicorn.errors import HaltServer
+
     from ticketsim.app.access import TOKEN_VARIABLE, Access
-    from ticketsim.app.worker import import_heavy, run, worker_app
+    from ticketsim.app.worker import import_heavy, server, worker_app
     from ticketsim.data.feedback import Journal
     from ticketsim.search.searcher import check_folders
 
@@ -121,5 +123,13 @@ def serve_command(params: str | None, model: str, index: str, host: str | None, 
         if access.needs_token else "from this machine only"
     print(f"ticketsim serve: http://{host}:{port}/ ({workers} workers; feedback to {journal.path}, {writes}; "
           "Ctrl-C stops it)", flush=True)
-    run(worker_app(model, index, make_app), settings, host, port, workers)
+    served = server(worker_app(model, index, make_app), settings, host, port, workers)
+    try:
+        served.run()
+    # gunicorn's arbiter ends with sys.exit; HaltServer: a second worker's failure, reaped while the parent halts
+    except (SystemExit, HaltServer) as stop:
+        failure = served.boot_failure(stop.code if isinstance(stop, SystemExit) else stop.exit_status)
+        if failure is None:
+            raise
+        raise failure from None
     return OK
