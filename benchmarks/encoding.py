@@ -53,7 +53,7 @@ from ticketsim.channels.sentence import (
 )
 from ticketsim.config import SentenceConfig, SyntheticConfig, load_params
 from ticketsim.data.synthetic import generate
-from ticketsim.evaluate.protocols import rerank_means
+from ticketsim.evaluate.protocols import query_means
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.threads import torch_threads
 from ticketsim.training.selection import paired_test, per_query
@@ -183,7 +183,7 @@ def ranking(params, synthetic: SyntheticConfig, variant: str, threads: int, mode
         # no word vectors: the variant weighs no h or E (one zero column each for the LSTM's unused table)
         data = prepare(params, tokens, [s], lambda words: np.zeros((len(words), 2), np.float32), 1, [chosen], corpus)
         by_query = per_query(data.pairs, train_variant(data, chosen, params.seed).pair_scores(), params.evaluation.depth)
-        rows[name] = {**rerank_means(by_query), "seconds": seconds,
+        rows[name] = {**query_means(by_query), "seconds": seconds,
                       "ap": dict(zip(by_query["query_id"], by_query["ap"].fill_null(np.nan))),
                       "vectors": np.concatenate([*s.queries.values(), *s.tickets.values()])}
     return rows

@@ -98,15 +98,6 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a running page: tests/test_feedback.py and test_feedback_server.py post judgments to /api/feedback",
     "curl -s 'localhost:8000/api/search?subject=pump+getting+hot&description=95+C+since+monday&k=3'":
         "needs a running page: tests/test_feedback.py asks /api/search",
-    "ticketsim select --dataset default --variants A+L Ac+L Ac+L-relpos --folds 5 --seeds 0 1 2 --cross ../semws semeval":
-        "a SemEval workspace beside it: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's files "
-        "with the registered Ac+L-relpos, tests/test_shift.py the cross-dataset shift",
-    "ticketsim select --workspace ../semws --dataset semeval --variants A+L Ac+L Ac+L-relpos --folds 5 --seeds 0 1 2 "
-    "--baselines":
-        "13 minutes on a SemEval workspace: tests/test_pipeline.py runs `ticketsim select` on the default dataset",
-    "ticketsim select --dataset default --variants Ac+L-relpos Ac+L-relpos-merged Ac+L-relpos-merged2 --folds 5 --seeds 0 1 2":
-        "a minute of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone pipeline's "
-        "files, tests/test_shift.py the rule that picks the cheaper configuration",
     "ticketsim select --dataset default --variants Ac+L-relpos-merged Ac+L-relpos Ac+L-relpos-merged2 --baselines --out a.json":
         "three minutes of cross-validated training: tests/test_pipeline.py runs `ticketsim select` on the bare-clone "
         "pipeline's files (retrieval decides), tests/test_retrieval_choice.py the rule by retrieval",

@@ -13,7 +13,7 @@ from ticketsim.channels.sentence import load_encoder
 from ticketsim.config import EncoderConfig, MiningConfig, SiameseParams, SyntheticConfig, TextConfig, VariantConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
-from ticketsim.evaluate.protocols import rerank_means
+from ticketsim.evaluate.protocols import query_means
 from ticketsim.model.branches import BranchStart
 from ticketsim.model.inputs import build_inputs
 from ticketsim.model.metric import metric_of
@@ -68,7 +68,7 @@ def train_map(corpus, inputs, model, variant=F_ONLY) -> float:
     model.eval()
     scores = predict_all(pair_predictor(model, inputs, corpus.pairs, metric_of(variant)), corpus.pairs.height)
     train = (corpus.pairs["split"] == "train").to_numpy()
-    return rerank_means(per_query(corpus.pairs.filter(train), scores[train], 10))["map"]
+    return query_means(per_query(corpus.pairs.filter(train), scores[train], 10))["map"]
 
 
 @pytest.mark.slow

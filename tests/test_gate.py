@@ -63,8 +63,8 @@ def test_markdown_is_a_table_of_metric_champion_candidate_delta_verdict():
 
 def test_gate_params_name_the_final_variants_metrics_as_mlflow_logs_them():
     params = load_params(REPO / "params.yaml")
-    assert set(gate_rules(params)) == {"dev.rerank.map", "dev.retrieve.map_at_10", "dev.similarity.mse",
-                                       "dev.similarity.pearson"}
+    assert set(gate_rules(params)) == {"dev.retrieve.mrr_at_10", "dev.retrieve.map_at_10", "dev.retrieve.ndcg_at_10",
+                                       "dev.similarity.mse", "dev.similarity.pearson"}
     assert params.siamese.registered_name(params.retrain.dataset) == f"{params.siamese.registered_model}-default"
 
 
