@@ -97,6 +97,16 @@ def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads
     for name, figures in report["configurations"].items():
         assert set(figures["query_ap"]) <= chosen_on and figures["cv_map"]["values"], name   # CV over train + dev only
     assert {(t["a"], t["b"]) for t in report["tests"]} >= {("15", "Ac+L-relpos-merged"), ("Ac+L-relpos-merged", "BM25")}
+    # retrieval decides on this dataset: every configuration's held-out queries searched the whole base too
+    assert report["decides"] == "retrieve" and report["judgement"]["decides"] == "retrieve"
+    assert all(0 <= f["cv_retrieve"]["mrr"]["mean"] <= 1 and set(f["query_rr"]) <= chosen_on
+               for f in report["configurations"].values())
+    # and MLflow has it: a select run (cwd's mlflow.db, as params' relative tracking.uri reads), a child per configuration
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.stage = 'select'")
+    children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+    assert {c.data.tags["method"] for c in children} == set(report["configurations"])
+    assert all("cv.retrieve.mrr_at_10" in c.data.metrics for c in children if c.data.tags["method"] != "source order")
 
 
 

@@ -21,7 +21,7 @@ from ticketsim.lifecycle.promotion import gate_rules
 from ticketsim.lifecycle.tracking import metric_values
 from ticketsim.model.scores import side_channels
 from ticketsim.threads import torch_threads
-from ticketsim.training.selection_report import select
+from ticketsim.training.selection_report import method_figures, select
 from ticketsim.training.shift import Shifts
 from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
 from ticketsim.tuning.rescore import cv_retrieve, fold_models
@@ -95,6 +95,9 @@ def test_select_chooses_by_retrieval_where_rerank_would_choose_the_other(tmp_pat
     assert figures["E-only"]["cv_retrieve"]["mrr"]["mean"] == pytest.approx(0.5)
     assert by["rerank"]["judgement"]["choice"] == "S-only"
     assert by["retrieve"]["judgement"]["choice"] == "E-only"
+    logged = method_figures(by["retrieve"])     # what the select run logs per configuration
+    assert logged["E-only"]["cv"]["retrieve"]["mrr@10"] == pytest.approx(0.5)
+    assert logged["S-only"]["cv"]["rerank"]["map"] == pytest.approx(1.0)
 
 
 def test_the_gate_passes_the_better_retriever_and_fails_the_better_reranker(tmp_path, case):

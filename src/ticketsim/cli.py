@@ -159,6 +159,8 @@ def model_commands(commands) -> Parsers:
     select.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
                         help="no training: one report of these --out reports (same data and folds): other seeds of the same "
                              "configurations, or other configurations on the same seeds")
+    select.add_argument("--no-mlflow", action="store_true", help="log nothing to MLflow (default: a `select` run in "
+                                                                  "params' tracking experiment)")
     select.set_defaults(run=workflow("select:select_command"))
     curve = commands.add_parser("curve", help="a learning curve: CV MAP of trained configurations on 25, 50, ... judged "
                                 "queries, beside zero-shot and BM25 (train + dev only)",

@@ -231,6 +231,20 @@ def judged(results: dict, variants: list[str], reference: str, final: str, n: in
             "best": best, "against_best": against_best, "choice": choice}
 
 
+def method_figures(report: dict) -> dict[str, dict]:
+    """Each configuration's figures as nested metrics (`cv.retrieve.mrr@10`, ..., `cv.rerank.map`, `dev.rerank.map`,
+    `<shift>.rerank.map`: means over folds x seeds) for one MLflow run per configuration."""
+    depth = 10
+    figures = {}
+    for name, r in report["configurations"].items():
+        cv = {"rerank": {"map": r["cv_map"]["mean"]}} if r.get("cv_map") else {}
+        if r.get("cv_retrieve"):
+            cv["retrieve"] = {f"{m}@{depth}": r["cv_retrieve"][m]["mean"] for m in RETRIEVAL}
+        figures[name] = {"cv": cv, **({"dev": {"rerank": {"map": r["dev_map"]["mean"]}}} if r.get("dev_map") else {}),
+                         **{shift: {"rerank": {"map": f["map"]["mean"]}} for shift, f in r.get("shifts", {}).items() if f["map"]}}
+    return figures
+
+
 REPORT_KEYS = ("dataset", "command", "queries", "folds", "seeds", "cv_seeds", "configurations", "seconds")
 
 

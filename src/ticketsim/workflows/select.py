@@ -1,39 +1,54 @@
 """`ticketsim select`: configurations chosen honestly on a workspace's pipeline files, the report of
-ticketsim.training.selection_report printed and written; or several such reports merged into one."""
+ticketsim.training.selection_report printed, written and logged to MLflow; or several such reports merged into one."""
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
 
+import mlflow
 import torch
 
-from ticketsim.config import load_params
+from ticketsim.config import Params, load_params
 from ticketsim.data.tables import LAY
 from ticketsim.errors import OK, StepError
+from ticketsim.lifecycle.tracking import log_methods, stage_run
 from ticketsim.model.branches import reads
 from ticketsim.model.metric import metric_of
-from ticketsim.training.selection_report import load_problem, markdown, merged, select, write
+from ticketsim.training.selection_report import load_problem, markdown, merged, method_figures, select, write
 from ticketsim.training.shift import THREADED, shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
-def told(report: dict, out: Path | None) -> None:
-    """The report's table and its seconds printed, its JSON written to `out` where one is given."""
-    print(markdown(report))
+def told(report: dict, out: Path | None, params: Params | None) -> None:
+    """The report's table and its seconds printed, its JSON written to `out` where one is given, and (with `params`) a
+    `select` run in their tracking experiment: the table and the JSON, one child run per configuration with its CV
+    figures (retrieve and rerank) and each shift's, the choice as a tag."""
+    table = markdown(report)
+    print(table)
     print(f"\n{report['seconds']:.0f} s")
     write(report, out)
+    if params is not None:
+        judgement = report.get("judgement") or {}
+        logged = {"configurations": " ".join(report["configurations"]), "folds": report["folds"],
+                  "seeds": " ".join(map(str, report["cv_seeds"])), "decides": report.get("decides", "rerank")}
+        with stage_run(params.tracking, "select", report["dataset"], logged,
+                       tags={"choice": judgement.get("choice") or judgement.get("reference", "")}):
+            mlflow.log_text(table, "select.md")
+            mlflow.log_dict(report, "select.json")
+            log_methods(method_figures(report))
 
 
 def select_command(workspace: Path, dataset: str | None, variants: list[str] | None, folds: int | None,
                    seeds: list[int] | None, cv_seeds: int | None, epochs: int | None, baselines: bool, resamples: int,
-                   out: Path | None, cross: list[str] | None, merge: list[Path] | None) -> int:
+                   out: Path | None, cross: list[str] | None, merge: list[Path] | None, no_mlflow: bool = False) -> int:
     """Every configuration of `variants` (and siamese.unlabelled, the reference) cross-validated in `folds` folds
     (default: tune.folds) on the first `cv_seeds` of `seeds` (default: evaluation.seeds), trained per seed, scored under
     the dataset's shifts (and `cross`: another workspace's dataset); or, with `merge`, no training: one report of those
     reports."""
     if merge:     # a configuration of a report that predates its cost's record: priced by the workspace's params, if any
-        told(merged(merge, resamples, load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None), out)
+        params = load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None
+        told(merged(merge, resamples, params), out, None)   # the runs merged were logged as they ran
         return OK
     if not dataset or not variants:
         raise StepError("--dataset and --variants are required (or --merge)")
@@ -60,5 +75,5 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
     report = {"command": " ".join(sys.argv),
               **select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol),
               "dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
-    told(report, out)
+    told(report, out, None if no_mlflow else params)
     return OK
