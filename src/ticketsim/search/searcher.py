@@ -35,11 +35,11 @@ EXCERPT = 2_000
 # 1-5 figure only where a calibration was fitted on labelled pairs, else g alone, so a figure means the same everywhere.
 LEGEND = {
     True: "score: the similarity calibrated on labelled pairs to the labels' 1-5 scale (5 solved it, 3 related, "
-          "1 not relevant); g: the model's raw similarity exp(-distance), in this model's own units (often far below 1), "
-          "which orders equal scores",
-    False: "g: the model's raw similarity exp(-distance), in this model's own units (often far below 1; higher is more "
-           "alike); compare hits by it. No 1-5 score: this model was trained without labelled pairs, so nothing "
-           "calibrates g to the labels' scale",
+          "1 not relevant); g: the model's raw similarity exp(-distance), in this model's own units, which orders equal "
+          "scores",
+    False: "g: the model's raw similarity exp(-distance), in this model's own units (higher is more alike); compare hits "
+           "by it. No 1-5 score: this model was trained without labelled pairs, so nothing calibrates g to the labels' "
+           "scale",
 }
 
 
