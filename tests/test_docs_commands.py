@@ -69,6 +69,12 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "needs a trained bundle: tests/test_search_cli.py runs `index build` on a small one",
     "ticketsim index add new-tickets.csv [--model models/default/bundle] [--index models/default/index]":
         "a synopsis: tests/test_search_cli.py",
+    "ticketsim index add --upsert changed-tickets.csv [--model models/default/bundle] [--index models/default/index]":
+        "a synopsis: tests/test_index_edit.py runs `index add --upsert` on a small index",
+    "ticketsim index delete --id T00517 [--id T00518 ...] [--index models/default/index]":
+        "a synopsis: tests/test_index_edit.py runs `index delete --id` and greps the folder for the deleted text",
+    "ticketsim index delete ids.txt [--index models/default/index]":
+        "a synopsis: tests/test_index_edit.py runs `index delete` with a file of ids",
     "ticketsim index rollback [--index models/default/index]":
         "a synopsis: tests/test_index_store.py runs it on each kind of damaged index",
     'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" [-k 10] [--json]':

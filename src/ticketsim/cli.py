@@ -208,7 +208,7 @@ def registry_commands(commands) -> Parsers:
 
 
 def search_commands(commands) -> Parsers:
-    """search, index build | add | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
+    """search, index build | add | delete | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
     from ticketsim.config import ServeConfig  # light: PyYAML; its defaults in the help texts, written once in the schema
 
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
@@ -229,7 +229,15 @@ def search_commands(commands) -> Parsers:
     build_parser.set_defaults(run=workflow("search:build_index_command"))
     grow = index.add_parser("add", help="append tickets to an index (no rebuild); exit 65 if refused")
     grow.add_argument("file", help=".csv or .jsonl: ticket_id, subject, description, solution (ids new to the index)")
+    grow.add_argument("--upsert", action="store_true", help="a ticket whose id the index holds replaces it (default: refused)")
     grow.set_defaults(run=workflow("search:add_to_index_command"))
+    drop = index.add_parser("delete", help="the index without these tickets; no earlier generation is kept, so no file "
+                                           "of the folder holds their texts after")
+    named = drop.add_mutually_exclusive_group(required=True)
+    named.add_argument("file", nargs="?", help="a text file of ticket ids, one per line")
+    named.add_argument("--id", action="append", dest="ids", metavar="ID", help="a ticket id (repeatable)")
+    drop.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
+    drop.set_defaults(run=workflow("search:delete_from_index_command"))
     back = index.add_parser("rollback", help="put the generation before the one in force in force again (a damaged "
                                              "index's remedy, or an `index add` undone)")
     back.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")

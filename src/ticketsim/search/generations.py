@@ -5,7 +5,8 @@ in force. A writer takes the folder's lock (it waits for another writer, and say
 hidden scratch folder, renames it into place and then switches `CURRENT` by one atomic rename. A kill at any instant
 leaves the previous generation or the new one in force, never a mix: the scratch folder is only a leftover, removed by
 the next writer. Readers read `CURRENT` once and then only that generation's files, which no writer changes; the
-generation before the one in force is kept, so a reader that has just read `CURRENT` still finds its files.
+generation before the one in force is kept, so a reader that has just read `CURRENT` still finds its files (except
+after an erasing write, `index delete`, which keeps none: such a reader loads the new one instead).
 """
 from __future__ import annotations
 
@@ -103,11 +104,14 @@ def next_name(directory: Path) -> str:
 
 
 @contextmanager
-def next_generation(directory: str | Path, needs: int = 0) -> Iterator[tuple[Path | None, Path]]:
+def next_generation(directory: str | Path, needs: int = 0, erase: bool = False) -> Iterator[tuple[Path | None, Path]]:
     """(the generation in force or None, a scratch folder to write the next one in), under the lock; when the block
     ends the scratch folder becomes the generation in force. An exception leaves the one in force and no scratch; one
     for want of space (refused at once where the disk lacks `needs`, the bytes the generation will take about) is a
-    StepError of one line saying how much to free."""
+    StepError of one line saying how much to free. erase: once the new one is in force, no earlier generation is kept
+    (an `index delete`: no file of the folder holds what it removed); a reader that has one loaded keeps its mapped
+    files (POSIX keeps an unlinked file's pages), one that read CURRENT just before the switch loads again
+    (index.TicketIndex.load)."""
     directory = Path(directory)
     with locked(directory):
         for leftover in directory.glob(".gen-*"):
@@ -135,6 +139,6 @@ def next_generation(directory: str | Path, needs: int = 0) -> Iterator[tuple[Pat
                                f"the scratch folder is removed, {previous.name if previous else 'no generation'} "
                                "still in force") from None
             raise
-        keep = {name, previous.name if previous else name}
+        keep = {name} if erase else {name, previous.name if previous else name}
         for old in (p for p in directory.iterdir() if GENERATION.fullmatch(p.name) and p.name not in keep):
             shutil.rmtree(old)

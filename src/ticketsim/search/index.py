@@ -50,6 +50,7 @@ from ticketsim.search.generations import (
     next_generation,
     next_name,
     number,
+    previous_of,
     switch,
     writable,
 )
@@ -244,13 +245,21 @@ class TicketIndex:
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
-        """The generation in force; Damaged naming the file that is missing, cut short or unreadable, and the remedy."""
+        """The generation in force; Damaged naming the file that is missing, cut short or unreadable, and the remedy.
+        Loaded again where CURRENT moved on meanwhile: an erasing writer (`index delete`) removes the generation it
+        replaces, maybe while this reads it."""
         directory = Path(directory)
-        generation, manifest = in_force(directory)
-        try:
-            return cls.of_generation(directory, generation, manifest)
-        except Damaged as damage:
-            raise damage.with_remedy(remedy(directory, damage.below)) from None
+        while True:
+            seen = previous_of(directory)
+            try:
+                generation, manifest = in_force(directory)
+                try:
+                    return cls.of_generation(directory, generation, manifest)
+                except Damaged as damage:
+                    raise damage.with_remedy(remedy(directory, damage.below)) from None
+            except Damaged:
+                if seen is None or previous_of(directory) == seen:
+                    raise
 
     @classmethod
     def of_generation(cls, directory: Path, generation: Path, manifest: dict) -> TicketIndex:
@@ -484,29 +493,37 @@ def refuse_existing(out: str | Path, force: bool) -> None:
 
 
 def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, tickets: pl.DataFrame,
-                engine: str = EncodeConfig.engine) -> tuple[int, TicketIndex]:
+                engine: str = EncodeConfig.engine, upsert: bool = False) -> tuple[int, TicketIndex]:
     """Append tickets (TICKET_SCHEMA, ids new to the index; an `origin` column, file:line, names them in a refusal) as
-    the index's next generation; (how many, the index after). The tickets are encoded before the lock is taken, so
-    a second writer waits only for the write; their ids are checked again under it."""
+    the index's next generation; (how many, the index after). upsert: a ticket whose id is there replaces it. The
+    tickets are encoded before the lock is taken, so a second writer waits only for the write; their ids are checked
+    again under it."""
     if tickets.is_empty():
         raise DataError(["no tickets to add"])
     writable(directory)
     index, bundle_hash = TicketIndex.load(directory), model_hash(bundle)
     index.check(bundle_hash, bundle, directory)
-    refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
+    if not upsert:
+        refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
     room(Path(directory), needs(index, tickets), Path(directory) / next_name(Path(directory)))   # before minutes of encoding
     vectors, frame, _ = encoded_tickets(scorer, index.layout, tickets, index.topic_scale, engine=engine)
-    return frame.height, append(directory, bundle_hash, Encoded(vectors, frame), tickets[ORIGIN] if ORIGIN in tickets.columns else None)
+    return frame.height, append(directory, bundle_hash, Encoded(vectors, frame),
+                                tickets[ORIGIN] if ORIGIN in tickets.columns else None, upsert=upsert)
 
 
 def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Sequence[str] | None = None,
-           graph: GraphConfig | None = None) -> TicketIndex:
+           graph: GraphConfig | None = None, upsert: bool = False) -> TicketIndex:
     """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after. graph: the
-    graph settings from this generation on (None: those in force)."""
+    graph settings from this generation on (None: those in force). upsert: a ticket whose id the index holds replaces
+    it (else refused)."""
     documents = new.documents()
     with next_generation(directory, needs(TicketIndex.load(directory), new.frame)) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
+        replaced = {t for t in new.frame["ticket_id"] if index.row_of(t) is not None} if upsert else set()
+        if replaced:
+            write_without(scratch, index, replaced, new)
+            return TicketIndex.load(directory)
         refuse_known(index, new.frame["ticket_id"], origins)
         counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
         manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
@@ -520,3 +537,46 @@ def refuse_known(index: TicketIndex, ids: Sequence[str], origins: Sequence[str] 
     if again:
         raise DataError([f"{origin + ': ' if origin else ''}ticket_id {t!r} is already in the index; new tickets need "
                          "new ids" for origin, t in again])
+
+
+def delete_tickets(directory: str | Path, ids: Sequence[str]) -> TicketIndex:
+    """The index's next generation without the tickets `ids`; once it is in force every earlier generation is removed,
+    so no file of the folder holds their texts (nor a word only they had). A StepError of one line naming an id the
+    index lacks, nothing written; the index after."""
+    ids = list(dict.fromkeys(t.strip() for t in ids if t.strip()))
+    if not ids:
+        raise StepError(f"{directory}: no ticket ids to delete")
+    writable(directory)
+    refuse_unknown(TicketIndex.load(directory), ids)     # before the lock: a typo waits for no writer
+    with next_generation(directory, tree_bytes(current(directory)), erase=True) as (_, scratch):
+        index = TicketIndex.load(directory)     # the generation in force now: another writer may have changed it
+        refuse_unknown(index, ids)
+        write_without(scratch, index, set(ids), None)
+    return TicketIndex.load(directory)
+
+
+def refuse_unknown(index: TicketIndex, ids: Sequence[str]) -> None:
+    """StepError of one line naming the first id the index lacks (and how many more), or where none would be left."""
+    unknown = [t for t in ids if index.row_of(t) is None]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more ids it lacks)" if len(unknown) > 1 else ""
+        raise StepError(f"{index.folder}: no ticket {unknown[0]!r} in the index{more}; nothing deleted")
+    if len(ids) >= len(index):
+        raise StepError(f"{index.folder}: deleting all {len(index)} tickets would leave no index; nothing deleted "
+                        "(`ticketsim index build --force` replaces it)")
+
+
+def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Encoded | None) -> None:
+    """A whole generation in `scratch`: the tickets of `index` but those `dropped`, followed by `new` (None: none).
+    BM25's postings, the topic counts and the graph are rebuilt from the tickets kept: counts of a removed ticket
+    cannot be subtracted from a graph, and a word only it held must leave the vocabulary."""
+    kept = [row for row, t in enumerate(index.table["ticket_id"].to_pylist()) if t not in dropped]
+    frame = pl.from_arrow(index.table.take(kept))
+    vectors = np.asarray(index.vectors.array[kept], np.float32)      # float16 to float32 and back is exact
+    if new is not None:
+        frame = pl.concat([frame, new.frame.select(frame.columns)], how="vertical_relaxed")
+        vectors = np.concatenate([vectors, new.vectors])
+    rest = Encoded(vectors, frame)
+    documents = rest.documents()
+    write_generation(scratch, index.generation_manifest(), None, Postings.build(documents, index.bm25.k1, index.bm25.b),
+                     cooccurrence(index.topic_words, documents)[0], rest, index.vectors.precision)

@@ -1,4 +1,4 @@
-"""A knowledge base's search: `ticketsim index build | index add | index rollback | search | serve`. Tickets indexed
+"""A knowledge base's search: `ticketsim index build | index add | index delete | index rollback | search | serve`. Tickets indexed
 with a bundle's weights, the index grown or rolled back, the top k of a query or a file of them, the search page served
 by gunicorn workers."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import polars as pl
 from ticketsim.config import Params, load_params
 from ticketsim.data.csvsource import Dialect, read_records
 from ticketsim.data.validate import IntakeReport
-from ticketsim.errors import ERROR, OK
+from ticketsim.errors import ERROR, OK, StepError
 
 # What loads torch (the Scorer), Flask or gunicorn is imported by the command that needs it: a search through a bundle's
 # query export loads none of them.
@@ -49,17 +49,33 @@ def build_index_command(params: str | None, model: str, index: str, tickets: str
 
 
 def add_to_index_command(params: str | None, model: str, index: str, file: str, columns: str | None, encoding: str | None,
-                         delimiter: str | None) -> int:
-    """The tickets of `file` appended to the index, no rebuild; a running server follows."""
+                         delimiter: str | None, upsert: bool) -> int:
+    """The tickets of `file` appended to the index, no rebuild (`upsert`: one whose id is there replaces it); a running
+    server follows."""
     from ticketsim.bundle.loader import Scorer
     from ticketsim.search.index import add_tickets
 
     report = IntakeReport()     # refused: file:line of every problem
     tickets = read_records(file, "tickets", columns, origins=True, dialect=Dialect(encoding, delimiter), report=report)
     say_altered(file, report)
-    added, grown = add_tickets(index, Scorer.load(model), model, tickets, workspace_params(params).encode.engine)
-    print(f"added {added} tickets to {index} ({len(grown)} in all, {grown.generation.name}; a running server "
+    added, grown = add_tickets(index, Scorer.load(model), model, tickets, workspace_params(params).encode.engine, upsert)
+    print(f"{'added or replaced' if upsert else 'added'} {added} tickets in {index} ({len(grown)} in all, "
+          f"{grown.generation.name}; a running server "
           "follows). `dvc repro` rebuilds a pipeline index from its dataset: add the tickets there too to keep them")
+    return OK
+
+
+def delete_from_index_command(index: str, file: str | None, ids: list[str] | None) -> int:
+    """The index's next generation without the tickets named (`ids`, or `file`'s lines); earlier generations removed."""
+    from ticketsim.search.index import delete_tickets
+
+    try:
+        named = ids or Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise StepError(f"{file}: cannot read the ids to delete ({getattr(error, 'strerror', None) or error})") from None
+    left = delete_tickets(index, named)
+    print(f"deleted {len(set(t.strip() for t in named if t.strip()))} tickets from {index} ({len(left)} left, "
+          f"{left.generation.name}; no earlier generation kept; a running server follows)")
     return OK
 
 
