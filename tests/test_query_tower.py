@@ -157,7 +157,7 @@ def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_
     monkeypatch.setattr(retrain_module, "check_reachable", lambda cfg: None)
     monkeypatch.setattr(retrain_module, "dvc_remote", lambda: "local")
     monkeypatch.setattr(retrain_module, "dvc", lambda *args: calls.append(args[0]))
-    monkeypatch.setattr(retrain_module, "run_gate", lambda params: SimpleNamespace(promoted=True))
+    monkeypatch.setattr(retrain_module, "run_gate", lambda params, **options: SimpleNamespace(promoted=True))
     bundles = {}
     for name, channels in (("Fq+L", {"Fq": 1.0, "L": 0.5}), ("F+L", {"F": 1.0, "L": 0.5}), ("A+L", {"A": 1.0, "L": 0.5})):
         (tmp_path / name).mkdir()

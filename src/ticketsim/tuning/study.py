@@ -12,7 +12,7 @@ import sqlalchemy.exc
 
 from ticketsim.config import TuneConfig
 
-DIRECTION = {"cv_retrieve": "maximize", "cv_map": "maximize", "map": "maximize", "mse": "minimize"}
+DIRECTION = {"cv": "maximize", "cv_retrieve": "maximize", "cv_map": "maximize", "map": "maximize", "mse": "minimize"}
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 CLAIMED = (*FINISHED, optuna.trial.TrialState.RUNNING)   # trials that count towards n_trials, done or under way
 # A worker's running trial writes a heartbeat to the storage every HEARTBEAT seconds; one silent for GRACE_BEATS beats
