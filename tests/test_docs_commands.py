@@ -79,6 +79,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a synopsis: tests/test_index_store.py runs it on each kind of damaged index",
     'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" [-k 10] [--json]':
         "a synopsis: tests/test_search_cli.py",
+    'ticketsim search --subject "pump getting hot" --where product=pump [--where site=north] [-k 10] [--json]':
+        "a synopsis: tests/test_index_edit.py runs `search --where` (one and two filters) on a small index",
     "ticketsim search --queries queries.csv": "needs a trained bundle: tests/test_search_cli.py runs it on a small one",
     "MLFLOW_TRACKING_URI=sqlite:///mlflow.db mlflow models serve -m models:/ticketsim-siamese-default@champion "
     "--env-manager local -p 5001": "tests/test_search_serving.py serves the bare-clone pipeline's champion so",

@@ -1,6 +1,7 @@
 """A knowledge base that changes: `ticketsim index delete` (by --id or a file of ids) leaves no byte of a deleted
 ticket's text in the index folder, a reader holding the old generation keeps answering and then follows, an unknown id
 is one line with nothing written; `index add --upsert` replaces a ticket whose id is there (without it: refused)."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +9,12 @@ import polars as pl
 import pytest
 from benchmarks.common import make_bundle
 
+from ticketsim.app.access import Access
+from ticketsim.app.page import create_app
 from ticketsim.bundle.loader import Scorer
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
+from ticketsim.config import GraphConfig, ServeConfig
+from ticketsim.data.feedback import Journal
 from ticketsim.search.generations import generations
 from ticketsim.search.index import TicketIndex, build_index, model_hash
 from ticketsim.search.postings import Postings
@@ -90,3 +95,78 @@ def test_add_replaces_a_ticket_whose_id_is_there_only_with_upsert(workspace, cap
     assert sorted(after.tickets["ticket_id"]) == sorted(tickets.head(40)["ticket_id"])
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
     assert np.array_equal(after.postings.tf, everything.tf) and after.postings.word_id(SECRET.lower()) is not None
+
+
+@pytest.fixture
+def products(search_parts, tmp_path):
+    """(folder, --model/--index arguments, the tickets with a product and site): an index built from a file with them."""
+    tmp_path = tmp_path / "products"
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "22")
+    tickets = search_parts.corpus.tickets.head(40).with_row_index().with_columns(
+        product=pl.when(pl.col("index") % 3 == 0).then(pl.lit("pump")).otherwise(pl.lit("fan")),
+        site=pl.when(pl.col("index") % 2 == 0).then(pl.lit("north")).otherwise(pl.lit("south"))).drop("index")
+    tickets.write_csv(tmp_path / "tickets.csv")
+    where = ["--model", str(bundle), "--index", str(tmp_path / "index")]
+    assert main(["index", "build", *where, "--tickets", str(tmp_path / "tickets.csv")]) == OK
+    return tmp_path, where, tickets
+
+
+def ranked(where: list[str], capsys, *args: str) -> list[str]:
+    capsys.readouterr()
+    assert main(["search", *where, "--subject", "pump leaking oil", "--description", "oil under the feed pump", "--json",
+                 *args]) == OK
+    return [hit["ticket_id"] for hit in json.loads(capsys.readouterr().out)[0]["hits"]]
+
+
+def test_a_filter_searches_only_its_tickets_and_its_top_k_is_the_exact_one(products, capsys):
+    root, where, tickets = products
+    pumps = set(tickets.filter(pl.col("product") == "pump")["ticket_id"])
+    north_pumps = set(tickets.filter((pl.col("product") == "pump") & (pl.col("site") == "north"))["ticket_id"])
+    everything = ranked(where, capsys, "-k", "40")
+    # filtered before the top k is taken: the first 5 pumps of the whole ranking, not the pumps among its top 5
+    assert ranked(where, capsys, "-k", "5", "--where", "product=pump") == [t for t in everything if t in pumps][:5]
+    both = ranked(where, capsys, "-k", "40", "--where", "product=pump", "--where", "site=north")
+    assert both == [t for t in everything if t in north_pumps] and len(both) == len(north_pumps) < 40
+    # over an index that keeps a graph the filter's top k is still exact
+    graph = TicketIndex.load(root / "index")
+    build_index(Scorer.load(where[1]), model_hash(where[1]), pl.read_csv(root / "tickets.csv"), root / "graph",
+                graph=GraphConfig(tickets=10))
+    assert TicketIndex.load(root / "graph").graph is not None and graph.graph is None
+    assert ranked([where[0], where[1], "--index", str(root / "graph")], capsys, "-k", "5", "--where", "product=pump") == \
+        [t for t in everything if t in pumps][:5]
+
+
+def test_a_filter_on_a_field_the_index_lacks_is_one_line_naming_the_fields_it_has(products, workspace, capsys):
+    _, where, _ = products
+    capsys.readouterr()
+    assert main(["search", *where, "--subject", "pump", "--where", "queue=l2"]) == ERROR
+    said = capsys.readouterr().err.strip().splitlines()[-1]     # after the note that the query goes through torch
+    assert said == "ticketsim search: the index's tickets have no field 'queue' to filter on; the fields they have: product, site"
+    assert main(["search", *workspace[1], "--subject", "pump", "--where", "product=pump"]) == ERROR
+    assert "the fields they have: none (an index keeps product, site, queue" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["search", *where, "--subject", "pump", "--where", "product"])
+    assert usage.value.code == ERROR and "expected FIELD=VALUE" in capsys.readouterr().err
+
+
+def test_tickets_added_without_a_field_the_index_keeps_match_no_filter_on_it(products, search_parts, capsys):
+    root, where, _ = products
+    search_parts.corpus.tickets.slice(40, 3).write_csv(root / "plain.csv")
+    assert main(["index", "add", str(root / "plain.csv"), *where]) == OK
+    index = TicketIndex.load(root / "index")
+    assert len(index) == 43 and len(index.matching({"product": "fan"})) + len(index.matching({"product": "pump"})) == 40
+
+
+def test_the_api_filters_as_the_cli_and_a_bad_filter_is_a_400(products, capsys):
+    root, where, tickets = products
+    pumps = set(tickets.filter(pl.col("product") == "pump")["ticket_id"])
+    client = create_app(Searcher.load(where[1], root / "index"), ServeConfig(), Journal(root / "judgments.jsonl"),
+                        Access("127.0.0.1", None)).test_client()
+    query = {"subject": "pump leaking oil", "description": "oil under the feed pump", "k": "5"}
+    found = client.get("/api/search", query_string={**query, "where": "product=pump"}).get_json()
+    assert [h["ticket_id"] for h in found["hits"]] == ranked(where, capsys, "-k", "5", "--where", "product=pump")
+    assert {h["ticket_id"] for h in found["hits"]} <= pumps
+    for bad, said in (("queue=l2", "no field 'queue' to filter on; the fields they have: product, site"),
+                      ("product", "is not FIELD=VALUE")):
+        answer = client.get("/api/search", query_string={**query, "where": bad})
+        assert answer.status_code == 400 and said in answer.get_json()["problems"][0]

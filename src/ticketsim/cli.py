@@ -41,6 +41,13 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def field_value(text: str) -> tuple[str, str]:
+    field, equals, value = text.partition("=")
+    if not equals or not field.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FIELD=VALUE, as product=pump")
+    return field.strip(), value.strip()
+
+
 def checked(check):
     """A check of ticketsim.config as an argparse type: its ValueError's message is what argparse prints."""
     def parse(text: str):
@@ -219,6 +226,9 @@ def search_commands(commands) -> Parsers:
     search.add_argument("--json", action="store_true", dest="json_out", help="JSON for machines instead of a table")
     search.add_argument("--full", action="store_true", help="each ticket's texts whole (default: a long text cut to an "
                                                             "excerpt, its whole length in the hit's `cut`)")
+    search.add_argument("--where", action="append", type=field_value, metavar="FIELD=VALUE",
+                        help="search only the tickets whose FIELD (product, site, queue: where the index keeps it) is "
+                             "VALUE; repeatable, all must hold")
     search.set_defaults(run=workflow("search:search_command"))
     index = commands.add_parser("index", help="the search index of a knowledge base").add_subparsers(dest="action", required=True)
     build_parser = index.add_parser("build", help="index every ticket of a file with a bundle's weights")

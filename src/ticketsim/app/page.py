@@ -6,8 +6,9 @@
   to `/feedback`; a judgment taken is answered by a redirect to the page (POST-redirect-GET: a reload sends nothing
   again) with what became of it as a notice the server signed (a link's own notice is not shown), a refused one on the
   page with its status;
-- `GET /api/search?subject=&description=&k=[&full=1]`: the same answer as JSON (full=1: the tickets' texts whole, not
-  excerpts); `POST /api/feedback` (JSON: subject, description, ticket_id, label): one judgment, answered once it is on
+- `GET /api/search?subject=&description=&k=[&full=1][&where=product=pump ...]`: the same answer as JSON (full=1: the
+  tickets' texts whole, not excerpts; each `where`, FIELD=VALUE, a filter all hits hold, as `ticketsim search
+  --where`); `POST /api/feedback` (JSON: subject, description, ticket_id, label): one judgment, answered once it is on
   disk (ticketsim.data.feedback);
 - `GET /health`: ok.
 Bad input is a 400 with the problems; k, the query's text and request bodies are bounded (params serve). Writing
@@ -123,17 +124,23 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
         n = len(subject) + len(description)
         return [f"the query has {n} characters; at most {settings.max_text} are read"] if n > settings.max_text else []
 
-    def search(subject: str, description: str, k: str, full: bool = False) -> Answer:
-        """The answer of one query (`full`: the tickets' texts whole, not excerpts), or a DataError for bad input (k not
-        a number or out of bounds, the text too long)."""
+    def search(subject: str, description: str, k: str, full: bool = False, where: list[str] = ()) -> Answer:
+        """The answer of one query (`full`: the tickets' texts whole, not excerpts; `where`: FIELD=VALUE filters, all
+        of which a ticket must hold), or a DataError for bad input (k not a number or out of bounds, the text too long,
+        a filter not FIELD=VALUE or on a field the index lacks)."""
         problems, digits = too_long(subject, description), k.strip()
+        filters = dict(f.partition("=")[::2] for f in where)
+        problems += [f"where: {f[:40]!r} is not FIELD=VALUE, as product=pump" for f in where if "=" not in f or not f.split("=")[0]]
         # ASCII digits only ("²" is a digit to isdigit, not to int), and few of them (int() refuses 4,300 and more)
         if not re.fullmatch(r"[0-9]{1,9}", digits) or not 1 <= int(digits) <= settings.max_k:
             problems.append(f"tickets: {k[:20]!r} is not a whole number from 1 to {settings.max_k}")
         if problems:
             raise DataError(problems)
-        return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}), int(digits),
-                               full)[0]
+        try:
+            return searcher.search(pl.DataFrame({"query_id": ["1"], "subject": [subject], "description": [description]}),
+                                   int(digits), full, filters)[0]
+        except StepError as lacking:    # a field the index lacks: the request's fault, said as the CLI says it
+            raise DataError([str(lacking)]) from None
 
     def page(subject: str, description: str, k: str, notice: str | None = None, error: str | None = None,
              judged: tuple[str, str] | None = None, status: int = 200):
@@ -208,7 +215,8 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
     @app.get("/api/search")
     def search_api():
         try:
-            return jsonify(search(*query_of(request.args), full=request.args.get("full", "") in ("1", "true")).as_dict())
+            return jsonify(search(*query_of(request.args), full=request.args.get("full", "") in ("1", "true"),
+                                  where=request.args.getlist("where")).as_dict())
         except DataError as bad:
             return jsonify(problems=bad.problems), 400
 

@@ -24,7 +24,7 @@ import polars as pl
 
 from ticketsim.config import ColumnMapping
 from ticketsim.data.columns import TableColumns, csv_values, described, json_values, resolve
-from ticketsim.data.tables import Corpus
+from ticketsim.data.tables import FACETS, Corpus
 from ticketsim.data.validate import ORIGIN, DataError, IntakeReport, read_text, require_columns, shorten, validate
 
 TABLES = ("tickets", "queries", "pairs")
@@ -75,23 +75,23 @@ def table_file(directory: Path, table: str) -> Path:
 
 
 def read_table(path: Path, table: str, mapping: ColumnMapping | None = None, dialect: Dialect = Dialect(),
-               report: IntakeReport | None = None) -> pl.DataFrame:
+               report: IntakeReport | None = None, facets: tuple[str, ...] = ()) -> pl.DataFrame:
     """All columns as strings, plus `origin` = 'file:line' of each record.
 
     Known columns come first, absent optional ones as nulls; any other column the file has is kept after them, so a
     rewrite (table_text) loses nothing. validate() conforms the Corpus tables to their schema, which drops them.
     With a mapping that renames the table's columns, its fields only, read as the mapping says. A delimiter detected is
-    noted in `report`.
+    noted in `report`. facets: optional fields read too (from the column of their own name under a mapping).
     """
     text = dialect.text(path)
-    mapped = TableColumns.of(mapping, table, REQUIRED[table], OPTIONAL[table])
+    mapped = TableColumns.of(mapping, table, REQUIRED[table], OPTIONAL[table] + facets)
     if mapped is not None:
         records = read_mapped(text, path, mapped, dialect.delimiter, report)
         columns = mapped.fields
     else:
         records = read_jsonl(text, path, REQUIRED[table]) if path.suffix == ".jsonl" else \
             read_csv(text, path, REQUIRED[table], dialect.delimiter, report)
-        known = REQUIRED[table] + OPTIONAL[table]
+        known = REQUIRED[table] + OPTIONAL[table] + facets
         columns = known + tuple(dict.fromkeys(c for r in records for c in r if c not in known and c != ORIGIN))
     return pl.DataFrame(
         [{**{c: None if r.get(c) is None else str(r[c]) for c in columns}, ORIGIN: r[ORIGIN]} for r in records],
@@ -219,10 +219,11 @@ def parse_jsonl(text: str, path: Path, convert) -> list[dict]:
 def read_records(path: str | Path, table: str, columns: str | ColumnMapping | None = None,
                  origins: bool = False, dialect: Dialect = Dialect(), report: IntakeReport | None = None) -> pl.DataFrame:
     """One file of tickets ('tickets') or of queries to search ('search'), checked as a dataset's tables are: the table
-    in its schema (with `origin`, file:line, when `origins`), or a DataError naming file:line of every problem, a file
-    without a record included. `columns`: a column mapping (see resolve); `report`: what intake counted (a field cut)."""
+    in its schema (with `origin`, file:line, when `origins`; a tickets file's FACETS where it has them), or a DataError
+    naming file:line of every problem, a file without a record included. `columns`: a column mapping (see resolve);
+    `report`: what intake counted (a field cut)."""
     mapping = resolve(columns, "--columns")
-    frame = read_table(Path(path), table, mapping, dialect)
+    frame = read_table(Path(path), table, mapping, dialect, facets=FACETS if table == "tickets" else ())
     refuse_empty(frame, path, table)
     if table == "search":
         line = pl.col(ORIGIN).str.extract(r":(\d+)$")
@@ -231,7 +232,9 @@ def read_records(path: str | Path, table: str, columns: str | ColumnMapping | No
     corpus = validate(tables["tickets"], tables["queries"], tables["pairs"], {"test": 1.0},
                       IntakeReport() if report is None else report, read_from=described(mapping))
     records = corpus.tickets if table == "tickets" else corpus.queries
-    return records.with_columns(frame[ORIGIN]) if origins else records     # validate keeps the rows in their order
+    # validate keeps the rows in their order, and drops what its schema lacks: the facets a file has come back
+    records = records.with_columns([frame[c] for c in FACETS if c in frame.columns and frame[c].is_not_null().any()])
+    return records.with_columns(frame[ORIGIN]) if origins else records
 
 
 def refuse_empty(frame: pl.DataFrame, path: str | Path, table: str) -> None:

@@ -17,6 +17,8 @@ LAY = "lay"     # queries phrased unlike the train/dev ones (data.synthetic): on
 SPLITS = ("train", "dev", "test", LAY)
 TICKET_FIELDS = ("subject", "description", "solution")
 QUERY_FIELDS = ("subject", "description")
+# Fields of a ticket an index keeps beside its texts (strings) where its file or a mapping has them: `search --where`.
+FACETS = ("product", "site", "queue")
 
 
 @dataclass(frozen=True)

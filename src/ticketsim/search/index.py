@@ -36,7 +36,7 @@ from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.coherence import cooccurrence, npmi_of_counts, topic_word_list
 from ticketsim.channels.lexical import TICKET_LEVEL
 from ticketsim.config import BM25Config, EncodeConfig, GraphConfig, IndexConfig, TopicsConfig
-from ticketsim.data.tables import TICKET_FIELDS, TICKET_SCHEMA
+from ticketsim.data.tables import FACETS, TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
 from ticketsim.search.damage import Damaged, one_line, opened, whole
@@ -318,6 +318,19 @@ class TicketIndex:
         row = self.row_of(ticket_id.strip())
         return None if row is None else self.table.select(list(TICKET_SCHEMA)).slice(row, 1).to_pylist()[0]
 
+    def matching(self, where: dict[str, str]) -> np.ndarray:
+        """The rows whose FACETS hold every value of `where` (field -> value, exactly), ascending; a StepError of one
+        line naming a field the index lacks and those it has."""
+        held = [c for c in FACETS if c in self.table.column_names]
+        lacking = [field for field in where if field not in held]
+        if lacking:
+            kept = ", ".join(held) or "none (an index keeps " + ", ".join(FACETS) + " where its tickets file has them)"
+            raise StepError(f"the index's tickets have no field {lacking[0]!r} to filter on; the fields they have: {kept}")
+        keep = np.ones(len(self), bool)
+        for field, value in where.items():
+            keep &= np.asarray(self.table[field].to_numpy(zero_copy_only=False) == value, bool)
+        return np.flatnonzero(keep)
+
     @property
     def tickets(self) -> pl.DataFrame:
         """Every ticket as a table (an evaluation's or a test's view: it reads the whole file)."""
@@ -369,7 +382,7 @@ def write_generation(scratch: Path, manifest: dict, previous: TicketIndex | None
     with pa.ipc.new_file(str(scratch / TICKETS), schema) as writer:
         if table is not None:
             writer.write_table(table)
-        writer.write_table(added.cast(schema))
+        writer.write_table(added.select(schema.names).cast(schema))
     ids = ([] if table is None else table["ticket_id"].to_pylist()) + new.frame["ticket_id"].to_list()
     by_id = np.argsort(np.asarray(ids, dtype=object), kind="stable")
     order = np.empty_like(by_id)
@@ -405,9 +418,10 @@ def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[Chan
 def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
                     cached: Sequence[ChannelVectors] = (), engine: str = EncodeConfig.engine
                     ) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
-    """(folded vectors float32, the tickets with their parts' tokens and standardized topics, the mean and std used),
-    CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode; engine:
+    """(folded vectors float32, the tickets (and their FACETS) with their parts' tokens and standardized topics, the
+    mean and std used), CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode; engine:
     encode.engine."""
+    facets = tickets.select([c for c in FACETS if c in tickets.columns]).cast(pl.String)
     tickets = tickets.select(list(TICKET_SCHEMA))
     cached = engine_channels(scorer, tickets, cached, engine)
     vectors, parts, activity, topics = [], [], [], ReasonTopics.of(scorer.topics)
@@ -418,7 +432,7 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
         activity.append(topics.activity(component_tokens(tokens, TICKET_LEVEL)))
     activity = np.concatenate(activity)
     topic_scale = (activity.mean(0), activity.std(0)) if topic_scale is None else topic_scale
-    frame = pl.concat([tickets, pl.concat(parts)], how="horizontal").with_columns(
+    frame = pl.concat([tickets, facets, pl.concat(parts)], how="horizontal").with_columns(
         topics=pl.Series(standardized(activity, *topic_scale).tolist(), dtype=pl.List(pl.Float32)))
     return np.concatenate(vectors), frame, topic_scale
 
@@ -521,10 +535,13 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
         replaced = {t for t in new.frame["ticket_id"] if index.row_of(t) is not None} if upsert else set()
-        if replaced:
+        if not replaced:
+            refuse_known(index, new.frame["ticket_id"], origins)
+        if replaced or set(new.frame.columns) - set(index.table.column_names):     # a facet the table lacks: rewritten
             write_without(scratch, index, replaced, new)
             return TicketIndex.load(directory)
-        refuse_known(index, new.frame["ticket_id"], origins)
+        new = Encoded(new.vectors, new.frame.with_columns(     # a facet these tickets lack: null for them
+            pl.lit(None, pl.String).alias(c) for c in index.table.column_names if c not in new.frame.columns))
         counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
         manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
         write_generation(scratch, manifest, index, index.postings.plus(documents), counts, new, index.vectors.precision)
@@ -574,7 +591,7 @@ def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Enc
     frame = pl.from_arrow(index.table.take(kept))
     vectors = np.asarray(index.vectors.array[kept], np.float32)      # float16 to float32 and back is exact
     if new is not None:
-        frame = pl.concat([frame, new.frame.select(frame.columns)], how="vertical_relaxed")
+        frame = pl.concat([frame, new.frame], how="diagonal_relaxed")   # a facet one side lacks: null there
         vectors = np.concatenate([vectors, new.vectors])
     rest = Encoded(vectors, frame)
     documents = rest.documents()

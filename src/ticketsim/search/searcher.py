@@ -23,7 +23,7 @@ from ticketsim.search.generations import current
 from ticketsim.search.index import TicketIndex, check_hash, check_whole, model_hash, read_generation_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
 from ticketsim.search.reasons import part_phrases, reasons, similarity_labels, standardized
-from ticketsim.search.topk import top_k
+from ticketsim.search.topk import top_k, top_k_within
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -128,9 +128,11 @@ class Searcher:
     def load(cls, bundle: str | Path, index: str | Path) -> Searcher:
         return cls(query_encoder(bundle), TicketIndex.load(index), bundle, index)
 
-    def search(self, queries: pl.DataFrame, k: int = 10, full: bool = False) -> list[Answer]:
+    def search(self, queries: pl.DataFrame, k: int = 10, full: bool = False, where: dict[str, str] | None = None) -> list[Answer]:
         """The top k tickets of each query (query_id, subject, description), best first, their texts whole with `full`
-        (else cut to EXCERPT characters, as each hit's `cut` says); DataError on an empty query."""
+        (else cut to EXCERPT characters, as each hit's `cut` says); DataError on an empty query. where: field -> value,
+        the tickets searched (all must hold; an exact top k of them); a StepError naming a field the index lacks."""
+        within = None if not where else self.index.matching(where)
         queries = queries.select(list(QUERY_SCHEMA)).with_columns(pl.col(QUERY_FIELDS).fill_null(""))
         problems = [f"query {shorten(q)}: subject and description are both empty; describe the problem in at least one"
                     for q, s, d in queries.iter_rows() if not (s.strip() or d.strip())]
@@ -145,14 +147,15 @@ class Searcher:
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.postings.distances(words[i]) if layout.lexical_weight else None
-            rows, totals = top_k(index.nearest, folded[i], k, index.order, lexical, layout.lexical_weight)
+            rows, totals = top_k(index.nearest, folded[i], k, index.order, lexical, layout.lexical_weight) if within is None \
+                else top_k_within(index.vectors.array, within, folded[i], k, index.order, lexical, layout.lexical_weight)
             scores = np.exp(-(totals + layout.constant))
             found = index.rows(rows.tolist(), None if full else EXCERPT)
             fitted = self.queries.calibrator.fitted
             calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
             hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
                          for rank, hit in enumerate(zip(rows, found, scores, calibrated), start=1))
-            answers.append(Answer(query_id, hits, self.warnings(words[i], k), fitted))
+            answers.append(Answer(query_id, hits, self.warnings(words[i], k, where, within), fitted))
         return answers
 
     def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float | None, query_topics: np.ndarray,
@@ -163,9 +166,13 @@ class Searcher:
         return Hit(rank, ticket["ticket_id"], float(score), None if calibrated is None else float(calibrated),
                    ticket["subject"] or "", ticket["description"] or "", ticket["solution"] or "", why, ticket["cut"])
 
-    def warnings(self, words: list[str], k: int) -> tuple[str, ...]:
+    def warnings(self, words: list[str], k: int, where: dict[str, str] | None = None, within: np.ndarray | None = None
+                 ) -> tuple[str, ...]:
         notes = []
-        if k > len(self.index):
+        if within is not None and k > len(within):
+            said = " and ".join(f"{field}={value}" for field, value in where.items())
+            notes.append(f"k = {k}, but {len(within)} tickets have {said}: all of them are listed")
+        elif k > len(self.index):
             notes.append(f"k = {k}, but the knowledge base holds {len(self.index)} tickets: all of them are listed")
         topical = [w for w in dict.fromkeys(words) if is_topical(w)]
         if not any(w in self.index.postings.idf for w in topical):

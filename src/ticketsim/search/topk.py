@@ -65,3 +65,18 @@ def top_k(index: TicketVectors | GraphVectors, query: np.ndarray, k: int, order:
             if len(unseen) * RESCORE_COST <= n:
                 return rescored(np.concatenate([rows, unseen]))
         m = min(2 * m, n)
+
+
+def top_k_within(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int, order: np.ndarray,
+                 lexical: np.ndarray | None = None, lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, totals) of the k best of `rows` only (a filter's tickets), as top_k orders them: every one of them scored
+    exactly, so the top k under a filter is exact even where the index keeps a graph (whose walk would be cut to the
+    filter's tickets after it, and miss those it does not reach)."""
+    totals = np.zeros(len(rows))
+    for start in range(0, len(rows), 65536):    # in blocks: a broad filter over a large index is not one copy of it
+        block = rows[start:start + 65536]
+        totals[start:start + len(block)] = np.abs(vectors[block].astype(np.float64) - query).sum(1)
+    if lexical_weight:
+        totals += lexical_weight * lexical[rows]
+    best = np.lexsort((order[rows], totals))[:k]
+    return rows[best], totals[best]

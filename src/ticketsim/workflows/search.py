@@ -89,9 +89,10 @@ def rollback_index_command(index: str) -> int:
 
 
 def search_command(model: str, index: str, subject: str | None, description: str | None, queries: str | None, k: int,
-                   json_out: bool, full: bool, encoding: str | None, delimiter: str | None) -> int:
+                   json_out: bool, full: bool, encoding: str | None, delimiter: str | None,
+                   where: list[tuple[str, str]] | None) -> int:
     """The top k tickets of a query typed in, or of every query of a file: a table for people or JSON (`full`: each
-    ticket's texts whole, not cut to searcher.EXCERPT characters)."""
+    ticket's texts whole, not cut to searcher.EXCERPT characters; `where`: (field, value) pairs the tickets must have)."""
     from ticketsim.search.searcher import LEGEND, Searcher
 
     if queries and (subject or description):
@@ -105,7 +106,7 @@ def search_command(model: str, index: str, subject: str | None, description: str
     if searcher.queries.runtime == "torch":    # seconds of imports: say why, so a slow answer has its reason
         print(f"ticketsim search: {model} has no query export (its variant needs torch, or it was bundled before "
               "exports): the query is encoded through torch; docs/search.md", file=sys.stderr)
-    answers = searcher.search(asked, k, full)
+    answers = searcher.search(asked, k, full, dict(where or ()))
     if json_out:
         print(json.dumps([a.as_dict() for a in answers], indent=2))
     else:   # the legend once, as the page shows it: what score and g mean for this model
