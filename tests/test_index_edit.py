@@ -1,7 +1,13 @@
 """A knowledge base that changes: `ticketsim index delete` (by --id or a file of ids) leaves no byte of a deleted
 ticket's text in the index folder, a reader holding the old generation keeps answering and then follows, an unknown id
-is one line with nothing written; `index add --upsert` replaces a ticket whose id is there (without it: refused)."""
+is one line with nothing written, a delete killed at any step leaves the old index or the new one; `index add
+--upsert` replaces a ticket whose id is there (without it: refused); `search --where` and the API's `where` search a
+filter's tickets only, its top k the exact one, and a field the index lacks is one line naming those it has."""
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +22,12 @@ from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import GraphConfig, ServeConfig
 from ticketsim.data.feedback import Journal
 from ticketsim.search.generations import generations
-from ticketsim.search.index import TicketIndex, build_index, model_hash
+from ticketsim.search.index import Encoded, TicketIndex, append, build_index, manifest_of, model_hash
 from ticketsim.search.postings import Postings
 from ticketsim.search.searcher import Searcher
 
+SRC = Path(__file__).resolve().parents[1] / "src"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1"}
 SECRET = "Qxyzzyplonk"     # a customer's name: a word no other ticket holds
 
 
@@ -170,3 +178,45 @@ def test_the_api_filters_as_the_cli_and_a_bad_filter_is_a_400(products, capsys):
                       ("product", "is not FIELD=VALUE")):
         answer = client.get("/api/search", query_string={**query, "where": bad})
         assert answer.status_code == 400 and said in answer.get_json()["problems"][0]
+
+
+DELETER = textwrap.dedent("""
+    import os, signal, sys
+    from ticketsim.search.index import delete_tickets
+    folder, kill_at, ticket = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    calls = [0]
+    def dying(real):
+        def call(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args, **kwargs)
+        return call
+    for name in ("fsync", "rename", "replace", "unlink", "rmdir"):
+        setattr(os, name, dying(getattr(os, name)))
+    delete_tickets(folder, [ticket])
+    print("done")
+""")
+
+
+@pytest.mark.slow
+def test_a_delete_killed_at_each_step_leaves_the_old_or_the_new_index_and_the_next_writer_erases(workspace, tmp_path):
+    root, where, tickets = workspace
+    gone, outcomes = tickets["ticket_id"][4], []
+    for kill_at in range(1, 80):
+        folder = tmp_path / f"kill-{kill_at}"
+        subprocess.run(["cp", "-a", str(root / "index"), str(folder)], check=True)
+        done = subprocess.run([sys.executable, "-c", DELETER, str(folder), str(kill_at), gone], capture_output=True,
+                              text=True, env=ENV)
+        index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
+        assert len(index) in (40, 39), (kill_at, len(index))
+        outcomes.append(len(index))
+        if len(index) == 39:    # in force: after the next writer no generation of the folder holds the ticket
+            added = index.tickets[[0]].with_columns(ticket_id=pl.lit("T-LATER"))
+            append(folder, index.model_hash, Encoded(np.asarray(index.vectors.array[[0]], np.float32), added))
+            assert all(TicketIndex.of_generation(folder, g, manifest_of(g)).row_of(gone) is None for g in generations(folder))
+        if done.returncode == 0:
+            assert done.stdout.strip() == "done"
+            break
+        assert done.returncode == -9, done.stderr
+    assert outcomes[0] == 40 and outcomes[-1] == 39 and len(outcomes) > 10
