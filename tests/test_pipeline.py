@@ -38,9 +38,9 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
         (f"siamese#{row}@default", row, row) for row in dict.fromkeys((*SMALL_ROWS, final, reference)))
     assert all(0 <= r.data.metrics["dev.rerank.map"] <= 1 for r in siamese)
     assert all("train_loss" in r.data.metrics for r in siamese if r.data.tags["variant"] != reference)   # it trains nothing
-    # the registered configuration's L is fused after its contrastive phase: that phase's losses are logged apart
-    final_run, = [r for r in siamese if r.data.tags["variant"] == final]
-    assert {"train_loss", "fuse_train_loss", "fuse_dev_loss"} <= set(final_run.data.metrics)
+    # the contrastive adapter's L is fused after its contrastive phase: that phase's losses are logged apart
+    adapter, = [r for r in siamese if r.data.tags["variant"] == "Ac+L-relpos"]
+    assert {"train_loss", "fuse_train_loss", "fuse_dev_loss"} <= set(adapter.data.metrics)
     params = load_params(repro_workspace / "params.yaml")
     models = params.comparators.models
     comparators = client.search_runs([runs[0].info.experiment_id], "tags.stage = 'comparators' and tags.dataset = 'default'")
@@ -56,7 +56,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     assert not [k for r in runs for k in r.data.metrics if k.startswith(("_", "#", "bm25", "E#", "T#"))]
     table5_run, = [r for r in runs if r.data.tags.get("stage") == "table5" and "mlflow.parentRunId" not in r.data.tags]
     methods = {r.data.tags["method"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == table5_run.info.run_id}
-    assert {"#15", "#22", f"#{final}", f"#{final}-tuned", "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
+    final_row = f"#{params.siamese.final_row(params.dataset('default'))}"   # #<final>-tuned, or #<final> where none is tuned
+    assert {"#15", "#22", f"#{final}", final_row, "bm25"} <= set(methods) and any(m.startswith("T#1 ") for m in methods)
     assert methods[f"#{final}"].data.params["block"] == "beyond the paper" and methods["#22"].data.params["block"] == "the paper"
     assert all("dev.rerank.map" in r.data.metrics for r in methods.values()) and "dev.retrieve.mrr_at_10" in methods["bm25"].data.metrics
     # every run names its dataset (the Dataset column): the prepared corpus, one digest for the whole pipeline
@@ -65,8 +66,8 @@ def test_dvc_repro_on_a_bare_clone_ends_in_metrics_and_mlflow_runs(repro_workspa
     table = json.loads((repro_workspace / "metrics/default/table5.json").read_text())
     assert "#22" in table and "bm25" in table and any(k.startswith("T#1 ") for k in table) and "S#14 sub+desc-sub+desc+sol l1" in table
     dev_table = (repro_workspace / "reports/default/table5/dev.md").read_text()
-    order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", f"| #{final} |")]
-    assert order == sorted(order)
+    order = [dev_table.index(row) for row in ("**the paper**", "| #22 |", "**beyond the paper**", f"| **{final_row}** (registered) |")]
+    assert order == sorted(order) and f"Registered: `{final_row}` (siamese.final), chosen by CV retrieve MRR@10" in dev_table
     assert " ± " in dev_table.split("| #22 |")[1].splitlines()[0] and "#22" in table["sd"]   # trained over seeds
     assert "| #22 |" in (repro_workspace / "reports/default/table5/claims.md").read_text()
     versions = client.search_model_versions("name='ticketsim-siamese-default'")
@@ -103,7 +104,8 @@ def test_ticketsim_select_cross_validates_on_the_pipelines_files_and_never_reads
                for f in report["configurations"].values())
     # and MLflow has it: a select run (cwd's mlflow.db, as params' relative tracking.uri reads), a child per configuration
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    [selected] = client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.stage = 'select'")
+    [selected] = [r for r in client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.stage = 'select'")
+                  if "mlflow.parentRunId" not in r.data.tags]
     children = client.search_runs([selected.info.experiment_id], f"tags.mlflow.parentRunId = '{selected.info.run_id}'")
     assert {c.data.tags["method"] for c in children} == set(report["configurations"])
     assert all("cv.retrieve.mrr_at_10" in c.data.metrics for c in children if c.data.tags["method"] != "source order")
