@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 from benchmarks.common import make_bundle
+from test_index_store import DIES_AT
 
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
@@ -180,20 +181,10 @@ def test_the_api_filters_as_the_cli_and_a_bad_filter_is_a_400(products, capsys):
         assert answer.status_code == 400 and said in answer.get_json()["problems"][0]
 
 
-DELETER = textwrap.dedent("""
-    import os, signal, sys
+DELETER = DIES_AT + textwrap.dedent("""
     from ticketsim.search.index import delete_tickets
     folder, kill_at, ticket = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    calls = [0]
-    def dying(real):
-        def call(*args, **kwargs):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*args, **kwargs)
-        return call
-    for name in ("fsync", "rename", "replace", "unlink", "rmdir"):
-        setattr(os, name, dying(getattr(os, name)))
+    die_at(kill_at)
     delete_tickets(folder, [ticket])
     print("done")
 """)

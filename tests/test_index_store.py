@@ -64,24 +64,30 @@ def test_opening_reads_no_ticket_and_build_refuses_an_existing_index_without_for
         build_index(Scorer.load(bundle), model_hash(bundle), tickets.head(3), blocked / "index")
 
 
-KILLER = textwrap.dedent("""
+# The head of a writer's script: die_at(n) makes its n-th filesystem call (fsync, rename, replace, unlink, rmdir) a
+# SIGKILL, the kill -9 a writer must survive at every step (here and in test_index_edit.py).
+DIES_AT = textwrap.dedent("""
     import os, signal, sys
+    def die_at(kill_at):
+        calls = [0]
+        def dying(real):
+            def call(*args, **kwargs):
+                calls[0] += 1
+                if calls[0] == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return real(*args, **kwargs)
+            return call
+        for name in ("fsync", "rename", "replace", "unlink", "rmdir"):
+            setattr(os, name, dying(getattr(os, name)))
+""")
+KILLER = DIES_AT + textwrap.dedent("""
     import numpy as np, polars as pl
     from ticketsim.search.index import Encoded, TicketIndex, append
     folder, kill_at = sys.argv[1], int(sys.argv[2])
     index = TicketIndex.load(folder)
     frame = index.tickets[:5].with_columns(ticket_id=pl.col("ticket_id") + "-new")
     new = Encoded(np.asarray(index.vectors.array[:5], np.float32), frame)
-    calls = [0]
-    def dying(real):
-        def call(*args, **kwargs):
-            calls[0] += 1
-            if calls[0] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*args, **kwargs)
-        return call
-    for name in ("fsync", "rename", "replace", "unlink", "rmdir"):
-        setattr(os, name, dying(getattr(os, name)))
+    die_at(kill_at)
     append(folder, index.model_hash, new)
     print("done")
 """)
