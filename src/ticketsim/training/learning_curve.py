@@ -145,7 +145,7 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
     rerank MAP (and each extra split's and each view's MAP; a baseline has no view figure) at each size as mean, std and
     values over the seeds; each point's paired test against `reference` (a line's name) on each query's figure of the
     deciding protocol (`decides`: retrieve RR@10, or rerank AP) averaged over the seeds."""
-    column = "rr" if decides == "retrieve" else "ap"
+    frame, column = (1, "rr") if decides == "retrieve" else (0, "ap")    # the per-query run and column the test reads
     for size in sizes:
         parse_size(size)
     pooled = pool_sizes(data, k, seeds)
@@ -165,8 +165,8 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
         for size in run:
             runs = [trained_point(data, variant, parse_size(size), seed, k, extra, hidden, epochs, on_model, views)
                     for seed in seeds]
-            deciding = mean_ap([r[0] if column == "ap" else r[1] for r in runs], column)
-            reference_figures = mean_ap([lines[reference][0] if column == "ap" else lines[reference][1]], column) if reference else None
+            deciding = mean_ap([r[frame] for r in runs], column)
+            reference_figures = mean_ap([lines[reference][frame]], column) if reference else None
             points.append({"size": size, "queries": parse_size(size) or float(np.mean(pooled)),
                            "cv_retrieve": spread([query_means(retrieved)["mrr"] for _, retrieved, _ in runs]),
                            "cv_map": spread([query_means(by_query)["map"] for by_query, _, _ in runs]),

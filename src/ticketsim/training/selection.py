@@ -79,9 +79,10 @@ def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[
         # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
         trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
-        runs[OWN].append(per_query(pairs.filter(scored), trained.pair_scores()[scored], depth))
-        runs[RETRIEVED].append(retrieve_by_query(trained.pool_scores(), pairs.filter(scored), depth))
-        held = pairs.filter(scored)["query_id"].unique().to_list()
+        judged = pairs.filter(scored)
+        runs[OWN].append(per_query(judged, trained.pair_scores()[scored], depth))
+        runs[RETRIEVED].append(retrieve_by_query(trained.pool_scores(), judged, depth))
+        held = judged["query_id"].unique().to_list()
         for name, view in views.items():
             runs[name].append(scored_under(view, trained, held))
     return {name: pl.concat([run.with_columns(fold=pl.lit(f)) for f, run in enumerate(parts)]) for name, parts in runs.items()}
