@@ -3,7 +3,7 @@ import sys
 
 from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
-from ticketsim.tuning.tuner import prepared_for_tuning, run, unsearched_line
+from ticketsim.tuning.tuner import prepared_for_tuning, run, untuned_line
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
@@ -20,7 +20,7 @@ def main() -> None:
             args.out, args.metrics, args.plots, args.workers)
     except ConfigError as error:   # one the data decides: e.g. tune.folds above the train + dev queries
         sys.exit(f"tune@{stage.dataset}: {error}")
-    if line := unsearched_line(params, stage.dataset, args.out):
+    if line := untuned_line(params, stage.dataset, args.out):
         print(line)
 
 

@@ -1,5 +1,5 @@
 """A dataset's own final variant (datasets.<name>.final): what the stages of that dataset tune, train and register,
-refused when it cannot be deployed, searched over its own channels and levels only, and kept as configured when it
+refused when it cannot be deployed, tuned over its own channels and levels only, and kept as configured when it
 learns from no labelled pair (the zero-shot reference that `ticketsim select` picks on SemEval on 2 cores)."""
 import shutil
 from dataclasses import replace
@@ -59,7 +59,7 @@ def test_a_dataset_without_labels_refuses_a_final_that_learns_from_them():
         siamese.final_of(replace(desk, final="A+L"))
 
 
-def test_the_search_weighs_the_final_variants_channels_and_levels_only_and_names_a_missing_range():
+def test_the_study_weighs_the_final_variants_channels_and_levels_only_and_names_a_missing_range():
     tune = TuneConfig(ranges=TuneConfig().ranges)
     space = tune.space(VARIANTS["A+L"])
     assert space.channels == {"A": (0.5, 8.0), "L": (0.0, 4.0)} and set(space.levels) == set(MULTI)
@@ -68,11 +68,11 @@ def test_the_search_weighs_the_final_variants_channels_and_levels_only_and_names
         tune.space(replace(VARIANTS["A+L"], channels={"A": 1.0, "E": 0.5}))
 
 
-def test_a_final_that_learns_from_no_labelled_pair_is_written_as_configured_not_searched(tmp_path):
+def test_a_final_that_learns_from_no_labelled_pair_is_written_as_configured_not_tuned(tmp_path):
     params = load_params(params_file(tmp_path, semeval={"source": "semeval2016", "raw": "x", "final": "Szs+L"}))
     params = replace(params, tracking=replace(params.tracking, uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
                                               artifact_location=str(tmp_path / "art")))
-    result = run(params.for_dataset("semeval"), "semeval", lambda: pytest.fail("searched"), tmp_path / "tuned.yaml",
+    result = run(params.for_dataset("semeval"), "semeval", lambda: pytest.fail("tuned"), tmp_path / "tuned.yaml",
                  tmp_path / "tune.json", tmp_path / "plots")
     assert result == {"skipped": "#Szs+L learns from no labelled pair (labels: false)"}
     szs = params.siamese.variant("Szs+L")

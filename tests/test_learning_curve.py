@@ -15,7 +15,7 @@ from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.training import learning_curve as lc
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.selection import query_folds
-from ticketsim.training.variant import prepare
+from ticketsim.training.variant import training_inputs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import random_channel  # noqa: E402
@@ -29,7 +29,7 @@ def problem(tmp_path_factory, corpus_and_tokens):  # noqa: F811
     """The tiny corpus's train + dev pairs, and its test split as an extra scored set (standing in for a shift split)."""
     corpus, tokens = corpus_and_tokens
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(make_params(tmp_path_factory.mktemp("curve")), tokens,
+    return training_inputs(make_params(tmp_path_factory.mktemp("curve")), tokens,
                    [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4, [FINAL], corpus,
                    corpus.pairs.with_columns(split=pl.col("split").replace("test", "shift")), splits=("train", "dev", "shift"))
 

@@ -21,7 +21,7 @@ from ticketsim.lifecycle.gate import compare
 from ticketsim.lifecycle.registry import CHAMPION, PREVIOUS
 from ticketsim.lifecycle.tracking import URI_VARIABLE
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, train_variant, training_inputs
 
 pytestmark = pytest.mark.slow   # `ticketsim retrain` end to end in throwaway repos (minutes)
 
@@ -96,7 +96,7 @@ def test_the_real_model_learns_from_true_labels_and_unlearns_from_shuffled_ones_
     words = lambda vocabulary: np.random.default_rng(1).normal(size=(len(vocabulary), 24))  # noqa: E731
 
     def dev_figures(labelled: list[pl.DataFrame]) -> dict[str, float]:
-        problem = prepare(params, tokens, [], words, 4, [variant], pairs=pl.concat([*labelled, dev]), splits=CHOICE_SPLITS)
+        problem = training_inputs(params, tokens, [], words, 4, [variant], pairs=pl.concat([*labelled, dev]), splits=CHOICE_SPLITS)
         scores = train_variant(problem, variant, params.seed, hidden=20, epochs=12).pair_scores()
         figures = evaluate_method(problem.pairs, scores, None, params.evaluation)["dev"]
         return {"dev.rerank.map": figures["rerank"]["map"], "dev.similarity.pearson": figures["similarity"]["pearson"],

@@ -23,7 +23,7 @@ from ticketsim.model.scores import side_channels
 from ticketsim.threads import torch_threads
 from ticketsim.training.selection_report import method_figures, select
 from ticketsim.training.shift import Shifts
-from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, train_variant, training_inputs
 from ticketsim.tuning.rescore import cv_retrieve, fold_models
 from ticketsim.tuning.tuner import run_study
 
@@ -79,7 +79,7 @@ def params_of(tmp_path, variants: dict, final: str, **tune) -> Params:
 def problem_of(params: Params, case):
     corpus, tokens, pairs, channels = case
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, channels, table, 4, list(params.siamese.variants.values()), corpus, pairs,
+    return training_inputs(params, tokens, channels, table, 4, list(params.siamese.variants.values()), corpus, pairs,
                    splits=CHOICE_SPLITS)
 
 
@@ -116,7 +116,7 @@ def test_the_gate_passes_the_better_retriever_and_fails_the_better_reranker(tmp_
 
 
 def fused(tmp_path, **tune) -> tuple[Params, VariantConfig]:
-    """A final that fuses S and E, its weights learned by the fold models and then searched."""
+    """A final that fuses S and E, its weights learned by the fold models and then tuned."""
     final = VariantConfig(channels={"S": 1.0, "E": 1.0}, levels=LEVEL, learn=True, loss="mse")
     return params_of(tmp_path, {"S+E": final, **VARIANTS}, "S+E", **tune), final
 

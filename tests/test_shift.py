@@ -14,7 +14,7 @@ from ticketsim.training import selection_report
 from ticketsim.training import shift as shift_module
 from ticketsim.training.selection import OWN, cross_validate_under, query_folds, with_folds
 from ticketsim.training.shift import CROSS_DATASET, CROSS_PART, LATER_YEAR, choose, cross_part, later_year, later_year_results, verdict
-from ticketsim.training.variant import CHOICE_SPLITS, prepare
+from ticketsim.training.variant import CHOICE_SPLITS, training_inputs
 
 ORDER_ONLY = VariantConfig(channels={"R": 1.0}, levels={"sub+desc-sub+desc+sol": 1.0}, labels=False)
 TINY = VariantConfig(channels={"h": 1.0, "E": 0.5}, levels={"sub+desc-sub+desc+sol": 1.0})
@@ -33,7 +33,7 @@ def data(tmp_path_factory):
         tokens.queries)
     params = make_params(tmp_path_factory.mktemp("shift"))
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [random_channel("E", corpus, 2)], table, 4, [TINY], corpus, pairs,
+    return training_inputs(params, tokens, [random_channel("E", corpus, 2)], table, 4, [TINY], corpus, pairs,
                    splits=(*CHOICE_SPLITS, LAY))
 
 
@@ -63,9 +63,9 @@ def test_the_later_year_view_removes_the_comment_threads_and_withholds_the_sourc
 def test_cross_validation_folds_train_and_dev_only_and_scores_each_fold_under_the_view_by_its_own_model(data):
     with torch_threads(1):
         runs = cross_validate_under(data, TINY, {LATER_YEAR: later_year(data)}, k=3, seed=5, epochs=1)
-    searched = sorted(data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].unique())
-    assert sorted(runs[OWN]["query_id"]) == sorted(runs[LATER_YEAR]["query_id"]) == searched   # no lay query folded
-    folds = query_folds(searched, 3, seed=5)
+    choice_queries = sorted(data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].unique())
+    assert sorted(runs[OWN]["query_id"]) == sorted(runs[LATER_YEAR]["query_id"]) == choice_queries   # no lay query folded
+    folds = query_folds(choice_queries, 3, seed=5)
     for run in runs.values():
         assert dict(run.select("query_id", "fold").iter_rows()) == folds
 
@@ -126,7 +126,7 @@ def test_the_rule_registers_the_best_by_cv_that_beats_the_reference_and_loses_un
     assert choose({"weak": 0.6}, {"weak": judgement["against_reference"]["weak"]}) is None
 
 
-def test_a_cheaper_configuration_level_with_the_best_everywhere_is_chosen_and_one_below_it_anywhere_is_not():
+def test_a_cheaper_configuration_as_good_as_the_best_everywhere_is_chosen_and_one_below_it_anywhere_is_not():
     reference = aps(0.0, 1)
 
     def configuration(cv: float, lay: float, cost: list[int], noise: int = 0) -> dict:
@@ -218,7 +218,7 @@ def test_the_cross_dataset_shift_scores_another_datasets_train_and_dev_queries_w
 
     corpus, tokens = tiny_corpus(n_tickets=40, n_labeled_queries=20, seed=7)
     table = lambda words: np.random.default_rng(2).normal(size=(len(words), 12))  # noqa: E731
-    other = prepare(make_params(Path("unused")), tokens, [random_channel("E", corpus, 3)], table, 4, [TINY], corpus)
+    other = training_inputs(make_params(Path("unused")), tokens, [random_channel("E", corpus, 3)], table, 4, [TINY], corpus)
     problem = replace(data, params=replace(data.params, siamese=replace(data.params.siamese,
                                                                         variants={"tiny": TINY, "order": ORDER_ONLY})))
     shifts = shift_module.Shifts(False, None, {}, other)

@@ -22,7 +22,7 @@ from ticketsim.config import (
 from ticketsim.evaluate.report import BLOCK, SD, SEEDS, markdown_table, table5
 from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.training.siamese_rows import Row, over_row_seeds, rows_of, train_row
-from ticketsim.training.variant import Prepared, prepare
+from ticketsim.training.variant import Prepared, training_inputs
 
 ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),
         "E+L": VariantConfig(channels={"h": 0.7, "E": 0.3, "L": 0.5}, levels={"sub-sub": 0.5, "desc-desc": 0.5}, learn=True)}
@@ -35,7 +35,7 @@ def dataset() -> Prepared:
     params = Params(seed=0, datasets={"tiny": DatasetConfig("tiny", "synthetic", "unused")}, evaluation=EvaluationConfig(seeds=(0, 1)),
                     siamese=SiameseParams(hidden=8, max_tokens=20, variants=ROWS, train=TrainConfig(epochs=3, batch_size=16)))
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [e], table, 4, list(ROWS.values()), corpus)
+    return training_inputs(params, tokens, [e], table, 4, list(ROWS.values()), corpus)
 
 
 def rows_in(folder) -> list[Row]:

@@ -1,4 +1,4 @@
-"""The Optuna search: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs;
+"""The Optuna study: rescoring, resuming a killed study, two workers on one storage, pruning, no test pair, MLflow runs;
 the default objective cv_map (no query scored by a model that saw it, trial 0 the learned weights)."""
 import os
 import warnings
@@ -27,7 +27,7 @@ from ticketsim.config import (
 )
 from ticketsim.lifecycle.tracking import sanitize
 from ticketsim.threads import torch_threads
-from ticketsim.training.variant import CHOICE_SPLITS, prepare, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, train_variant, training_inputs
 from ticketsim.tuning import rescore as rescore_module
 from ticketsim.tuning import tuner as tuner_module
 from ticketsim.tuning.output import write_tuned
@@ -35,7 +35,7 @@ from ticketsim.tuning.rescore import fold_models, rescore, with_rescore_vectors
 from ticketsim.tuning.study import open_study
 from ticketsim.tuning.tuner import default_measures, dev_measures, run, run_study, trial_params
 
-# Around the paper's #22 (FINAL), which the searched variant of these tests is.
+# Around the paper's #22 (FINAL), which the tuned variant of these tests is.
 RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
                      levels={"sub-sub": (0.0, 0.4), "desc-desc": (0.0, 0.4), "sub-desc": (0.0, 0.4), "sub-sol": (0.0, 0.4),
                              "desc-sol": (0.0, 0.4)})
@@ -68,12 +68,12 @@ def make_params(tmp_path, **tune) -> Params:
 
 def make_problem(params: Params, corpus, tokens, pairs: pl.DataFrame | None = None):
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4,
+    return training_inputs(params, tokens, [random_channel("E", corpus, 2), random_channel("T", corpus, 3)], table, 4,
                    [params.siamese.variant(params.siamese.final)], corpus, corpus.pairs if pairs is None else pairs,
                    splits=CHOICE_SPLITS)
 
 
-def searched_variant(params: dict[str, float]) -> VariantConfig:
+def tuned_variant(params: dict[str, float]) -> VariantConfig:
     """A trial's weights as a variant, read from its Optuna params (W_<channel>, V_<level>) without the tuner's help."""
     return replace(FINAL, channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
                    levels={k[2:]: v for k, v in params.items() if k.startswith("V_")})
@@ -89,8 +89,8 @@ def test_rescore_finds_better_weights_than_the_final_variants_and_reports_their_
     assert len(study.trials) == 12
     # the figures are what the weights score when rescored afresh, not values carried along
     assert default == pytest.approx(dev_measures(problem, rescore(problem, FINAL)))
-    assert dev_measures(problem, rescore(problem, searched_variant(study.best_params)))["map"] == pytest.approx(study.best_value)
-    # the seeded search on this data finds weights that rank dev better than the final variant's (trial 0)
+    assert dev_measures(problem, rescore(problem, tuned_variant(study.best_params)))["map"] == pytest.approx(study.best_value)
+    # the seeded study on this data finds weights that rank dev better than the final variant's (trial 0)
     assert study.best_trial.number != 0 and study.best_value > default["map"]
 
 
@@ -164,12 +164,12 @@ def test_a_bad_trial_is_pruned_before_its_last_epoch(tmp_path, corpus_and_tokens
                        "share_saved": round((epochs - len(bad.intermediate_values)) / (2 * epochs), 3)}
 
 
-def test_the_search_never_reads_the_test_split(tmp_path, corpus_and_tokens):
+def test_the_study_never_reads_the_test_split(tmp_path, corpus_and_tokens):
     corpus, tokens = corpus_and_tokens
     params = make_params(tmp_path, n_trials=4)
     problem = make_problem(params, corpus, tokens)
     assert set(problem.pairs["split"]) == {"train", "dev"}
-    # Test pairs with other labels and unknown ids: a search that read them would change or fail.
+    # Test pairs with other labels and unknown ids: a study that read them would change or fail.
     is_test = pl.col("split") == "test"
     garbage = corpus.pairs.with_columns(label=pl.when(is_test).then(6 - pl.col("label")).otherwise(pl.col("label")),
                                         query_id=pl.when(is_test).then(pl.lit("no such query")).otherwise(pl.col("query_id")))
@@ -195,7 +195,7 @@ def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpu
                               "measures": study.best_trial.user_attrs["measures"]}
     assert study.trials[0].user_attrs["final"] and result["default"]["value"] == values[0]
     tuned = load_tuned(tmp_path / "tuned.yaml")   # the best trial's weights, as the final stage reads them
-    best = searched_variant(study.best_params)
+    best = tuned_variant(study.best_params)
     assert tuned.channels == pytest.approx(best.channels, abs=1e-4) and tuned.levels == pytest.approx(best.levels, abs=1e-4)
     assert tuned.hidden == 8
     assert (tmp_path / "plots" / "optimization_history.png").is_file()
@@ -210,7 +210,7 @@ def test_the_study_is_a_parent_run_with_one_nested_run_per_trial(tmp_path, corpu
                and c.data.tags["stage"] == "tune" and c.data.tags["trial"] == c.info.run_name.split()[1] for c in children)
     assert "best_params.json" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
-    skipped = run(replace(params, tune=replace(params.tune, enabled=False)), "tiny", lambda: pytest.fail("searched"),
+    skipped = run(replace(params, tune=replace(params.tune, enabled=False)), "tiny", lambda: pytest.fail("tuned"),
                   tmp_path / "skipped.yaml", tmp_path / "skipped.json", tmp_path / "plots2")
     assert skipped == {"enabled": False} and load_tuned(tmp_path / "skipped.yaml") == replace(FINAL, hidden=8)
     assert (tmp_path / "plots2").is_dir()     # the stage's declared output exists even without a study
@@ -239,7 +239,7 @@ def cv_params(tmp_path, **tune) -> Params:
 
 def cv_problem(params: Params, corpus, tokens):
     table = lambda words: np.random.default_rng(1).normal(size=(len(words), 12))  # noqa: E731
-    return prepare(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=CHOICE_SPLITS)
+    return training_inputs(params, tokens, [random_channel("S", corpus, 4, dim=8)], table, 4, [ADAPTED], corpus, splits=CHOICE_SPLITS)
 
 
 def learned_mean(models) -> dict[str, float]:
@@ -300,7 +300,7 @@ def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_star
     first = study.trials[0]
     assert first.user_attrs["final"] and first.params == pytest.approx(learned_mean(seen))
     assert first.params != pytest.approx(trial_params(ADAPTED, 8, params.tune))
-    # it lies outside the ranges: each is widened to take it in, so Optuna fixes it as it is and TPE searches there too
+    # it lies outside the ranges: each is widened to take it in, so Optuna fixes it as it is and TPE samples there too
     ranges = far.channels | far.levels
     assert not any(ranges[name[2:]][0] <= value <= ranges[name[2:]][1] for name, value in first.params.items())
     assert all(trial.distributions[name].low <= value <= trial.distributions[name].high
@@ -343,7 +343,7 @@ def test_more_folds_than_queries_is_a_config_error_and_cv_needs_rescore_mode(tmp
         TuneConfig(mode="retrain")
 
 
-def test_the_default_search_is_on_and_cross_validated():
+def test_the_default_study_is_on_and_cross_validated():
     from ticketsim.config import load_params
 
     for tune in (TuneConfig(), load_params(REPO / "params.yaml").tune):
@@ -351,7 +351,7 @@ def test_the_default_search_is_on_and_cross_validated():
         assert tune.for_protocol("retrieve").objective == "cv_retrieve" and tune.for_protocol("rerank").objective == "cv_map"
 
 
-def test_every_learned_deployable_row_of_the_adapter_or_the_encoder_can_be_the_final_the_tuner_searches():
+def test_every_learned_deployable_row_of_the_adapter_or_the_encoder_can_be_the_final_the_tuner_tunes():
     """siamese.final may name any learned row over A, F or Fq without R (where a GPU trains F, the rule picks
     Fc+L-relpos): the default ranges cover what each weighs, and trial 0 (its own weights) lies inside them."""
     from ticketsim.config import load_params

@@ -87,7 +87,7 @@ CHOICE_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the 
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """What training any variant on one dataset reads, built once by `prepare`: the one input of the siamese and final
+    """What training any variant on one dataset reads, built once by `training_inputs`: the one input of the siamese and final
     stages, the tuner, cross-validated selection and the benchmarks (picklable: worker processes and tune's trials get a
     copy)."""
 
@@ -116,9 +116,10 @@ class Prepared:
         return self.params.siamese.variant(self.params.siamese.final)
 
 
-def prepare(params: Params, tokens: Tokens, channels: Sequence[ChannelVectors], word_table: Callable[[list[str]], np.ndarray],
-            char_dim: int, variants: Sequence[VariantConfig], corpus: Corpus | None = None, pairs: pl.DataFrame | None = None,
-            labelled: bool = True, splits: Sequence[str] | None = None) -> Prepared:
+def training_inputs(params: Params, tokens: Tokens, channels: Sequence[ChannelVectors],
+                    word_table: Callable[[list[str]], np.ndarray], char_dim: int, variants: Sequence[VariantConfig],
+                    corpus: Corpus | None = None, pairs: pl.DataFrame | None = None, labelled: bool = True,
+                    splits: Sequence[str] | None = None) -> Prepared:
     """Everything the `variants` need beside their own weights: each channel's scale (the train pairs' or, without
     labels, the mined pairs'), their F and A branches' start (the encoder loaded once), the mined pairs, the word table
     (`word_table(words)`: sumemb.word_vectors in the stages). `pairs`: the corpus's by default; `splits`: only the
@@ -149,7 +150,7 @@ def prepare(params: Params, tokens: Tokens, channels: Sequence[ChannelVectors], 
 def prepare_files(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: Sequence[str],
                   variants: Sequence[VariantConfig], labelled: bool = True, splits: Sequence[str] | None = None,
                   also: Iterable[str] = ()) -> Prepared:
-    """`prepare` over the pipeline's files (the prepared corpus, tokens, channel E's word models, cached channels),
+    """`training_inputs` over the pipeline's files (the prepared corpus, tokens, channel E's word models, cached channels),
     with the cached channels the variants read and those named in `also`."""
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.sumemb import word_vectors
@@ -158,8 +159,8 @@ def prepare_files(params: Params, corpus: str, tokens: str, word2vec: str, char_
     chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
     wanted = set(also).union(*(reads(metric_of(v)) for v in variants))
     cached = [v for v in map(ChannelVectors.load, channels) if v.channel in wanted]
-    return prepare(params, Tokens.read(tokens), cached, lambda words: word_vectors(words, vectors, chars), chars.dim,
-                   variants, Corpus.read(corpus), labelled=labelled, splits=splits)
+    return training_inputs(params, Tokens.read(tokens), cached, lambda words: word_vectors(words, vectors, chars), chars.dim,
+                           variants, Corpus.read(corpus), labelled=labelled, splits=splits)
 
 
 def inputs_digest(tokens: Tokens, word_table: np.ndarray, channels: Iterable[ChannelVectors]) -> str:

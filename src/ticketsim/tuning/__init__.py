@@ -1,1 +1,2 @@
-"""The Optuna search of the final variant's W, V and hidden size: the search, its shared study, its output file."""
+"""Tuning: the Optuna study of the final variant's W, V and hidden size: its trials (tuner), its shared storage
+(study), its output file (output)."""

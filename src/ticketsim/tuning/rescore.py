@@ -25,7 +25,7 @@ from ticketsim.training.variant import Prepared, train_variant
 
 
 def space_metric(cfg: TuneConfig, final: VariantConfig) -> MetricConfig:
-    """Every channel and level the search can weigh for `final`: what its rescore vectors must hold."""
+    """Every channel and level the study can weigh for `final`: what its rescore vectors must hold."""
     space = cfg.space(final)
     return MetricConfig(channels=dict.fromkeys(space.channels, 1.0), levels=dict.fromkeys(space.levels, 1.0))
 

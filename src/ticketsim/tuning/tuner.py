@@ -152,8 +152,8 @@ def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str |
 
 def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str | Path | None = None) -> str:
     """Same space, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
-    searched = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
-    digest = hashlib.sha1(json.dumps({"tune": searched, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
+    space = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
+    digest = hashlib.sha1(json.dumps({"tune": space, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
     digest.update(pairs_digest(problem.pairs).encode())
     digest.update(inputs_digest(problem.tokens, problem.word_table, problem.channels).encode())
@@ -194,7 +194,7 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
     if cfg.sampler == "tpe" and created and not cfg.cross_validated:  # at once: workers of other launches may be taking trials
         queue(problem.final)
     problem, default = trial_problem(problem, cfg, base_model)
-    if cfg.sampler == "tpe":    # the fold models may learn weights beyond the ranges: TPE searches where trial 0 lies too
+    if cfg.sampler == "tpe":    # the fold models may learn weights beyond the ranges: TPE samples where trial 0 lies too
         cfg = replace(cfg, ranges=cfg.ranges.covering(default))
     if cfg.sampler == "tpe" and cfg.cross_validated:
         # Known once the fold models are trained, by every launch alike: a launch resuming a study whose first launch
@@ -257,8 +257,8 @@ def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, ba
     return evaluate_trial(problem, cfg, default, problem.siamese.hidden)
 
 
-def not_searched(params: Params, dataset: str) -> str | None:
-    """Why the tune stage searches nothing on `dataset` (no labelled pairs, tune.enabled false, a final variant that
+def not_tuned(params: Params, dataset: str) -> str | None:
+    """Why the tune stage tunes nothing on `dataset` (no labelled pairs, tune.enabled false, a final variant that
     reads no label), or None."""
     name = params.siamese.final_of(params.dataset(dataset))
     if not params.dataset(dataset).labels:
@@ -268,17 +268,17 @@ def not_searched(params: Params, dataset: str) -> str | None:
     return None if params.siamese.variant(name).labels else f"#{name} learns from no labelled pair (labels: false)"
 
 
-def unsearched_line(params: Params, dataset: str, out: str | Path) -> str | None:
-    """The line that says a tune searched nothing, why, and what `out` holds instead (for the caller to print); None
-    when it searches."""
-    why = not_searched(params, dataset)
-    return why and f"tune@{dataset}: {why}: {out} holds #{params.siamese.final_of(params.dataset(dataset))}'s weights, not searched"
+def untuned_line(params: Params, dataset: str, out: str | Path) -> str | None:
+    """The line that says a tune tuned nothing, why, and what `out` holds instead (for the caller to print); None
+    when it tunes."""
+    why = not_tuned(params, dataset)
+    return why and f"tune@{dataset}: {why}: {out} holds #{params.siamese.final_of(params.dataset(dataset))}'s weights, not tuned"
 
 
 def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
     """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow
-    parent run. Where it searches nothing, unsearched_line says so."""
+    parent run. Where it tunes nothing, untuned_line says so."""
     cfg = params.tune.for_protocol(params.dataset(dataset).protocol)
     workers = workers or cfg.workers
     logged = {"tune": {k: v for k, v in asdict(cfg).items() if k not in ("ranges", "grid")}, "workers": workers}
@@ -288,9 +288,9 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
         name = params.siamese.final_of(params.dataset(dataset))
         final = params.siamese.variant(name)
         torch.set_num_threads(threads_alone(params.siamese, final))   # the fold models train here
-        why = not_searched(params, dataset)
+        why = not_tuned(params, dataset)
         if why:     # nothing to tune by: no labelled pairs, or a final variant that reads none
-            write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not searched")
+            write_tuned(replace(final, hidden=final.hidden or params.siamese.hidden), out, f"{why}: #{name}'s weights, not tuned")
             result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
