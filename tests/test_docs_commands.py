@@ -16,6 +16,7 @@ import pytest
 import yaml
 from conftest import REPO, clone
 
+from ticketsim.cli import main
 from ticketsim.config import load_params
 from ticketsim.data.tables import Corpus
 
@@ -30,9 +31,15 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
     "python -m pytest": "the suite itself: .ci/run runs it",
+    "pip install torch==2.13.0 && pip install -e .": "an install: .ci/run installs so (the quick start, less its dvc repro)",
+    'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" -k 3':
+        RUN_HERE + " (on a small bundle and index where the tutorial's dvc repro leaves them)",
+    'ticketsim search --subject "pump getting hot" -k 3 --json':
+        RUN_HERE + " (on a small bundle and index where the tutorial's dvc repro leaves them)",
     "ticketsim params --markdown params.yaml > docs/params.md": "run by tests/test_params_doc.py (the page is what it writes)",
     "ticketsim params --markdown params-research.yaml > docs/params-research.md":
         "run by tests/test_params_doc.py (the page is what it writes)",
+    "ticketsim commands --markdown > docs/cli.md": "run by tests/test_cli_doc.py (the page is what it writes)",
     "python -m benchmarks.pipeline_time suite":
         "the suite with its CPU recorded: tests/test_benchmarks.py runs its suite_cpu on a pytest session of its own",
     'python -m pytest -m "not slow"': "the suite's fast tier: not run from inside the suite",
@@ -205,6 +212,28 @@ def test_validate_runs_as_shown_on_an_exported_folder_a_help_desk_export_and_the
                      tmp_path if "path/to/folder" in command else REPO)
         assert done.returncode == 0, done.stdout + done.stderr
         assert isinstance(json.loads(done.stdout), dict)      # the intake report: counts of what was tolerated
+
+
+def test_the_tutorials_searches_run_as_shown_where_its_dvc_repro_leaves_the_model(search_parts, tmp_path):
+    """docs/tutorial.md's searches, as written, in a folder whose models/default holds what `dvc repro register@default`
+    writes there (a small bundle of the same layout and its index)."""
+    from benchmarks.common import make_bundle
+
+    bundle = make_bundle(tmp_path / "models/default/bundle", search_parts, "22")
+    search_parts.corpus.tickets.write_csv(tmp_path / "tickets.csv")
+    assert main(["index", "build", "--model", str(bundle), "--index", str(tmp_path / "models/default/index"),
+                 "--tickets", str(tmp_path / "tickets.csv")]) == 0
+    shown = [c for c, where in shown_commands().items() if where.startswith("docs/tutorial.md") and "ticketsim search" in c]
+    assert len(shown) == 2
+    for command in shown:
+        assert COMMANDS[command].startswith(RUN_HERE)
+        done = shell(command.replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1), tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        if "--json" in command:
+            answer, = json.loads(done.stdout)
+            assert [hit["rank"] for hit in answer["hits"]] == [1, 2, 3] and all(hit["reasons"] for hit in answer["hits"])
+        else:
+            assert "rank  ticket" in done.stdout and done.stdout.count("why: ") == 3
 
 
 def output_shown_after(doc: Path, command: str) -> str:

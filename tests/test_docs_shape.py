@@ -1,6 +1,8 @@
 """docs/ is a reference, not a diary: no issue numbers and no dates in the pages or the README (history goes to
 CHANGELOG.md), a README under README_LINES lines, and every relative link of a page leads to a file of the repository
-and, with an anchor, to one of that page's headings. A page is as long as its one task needs: no byte cap."""
+and, with an anchor, to one of that page's headings. A page is as long as its one task needs: no byte cap. Pages are
+sorted by the reader's task: the README's "Where to go next" lists every page under one kind (tutorial, how-to,
+reference, explanation), the kind a page's `kind:` lead names."""
 import re
 from pathlib import Path
 
@@ -10,7 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted((REPO / "docs").glob("*.md"))
 README = REPO / "README.md"
 README_LINES = 80
-GENERATED = {"docs/params.md", "docs/params-research.md"}   # written from the schema by `ticketsim params`
+GENERATED = {"docs/params.md", "docs/params-research.md"}
+KINDS = ("tutorial", "how-to", "reference", "explanation")   # written from the schema by `ticketsim params`
 
 MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 HISTORY = {
@@ -33,6 +36,22 @@ def test_no_issue_number_and_no_date(doc):
 def test_the_readme_is_short():
     lines = README.read_text().count("\n")
     assert lines < README_LINES, f"README.md has {lines} lines; keep it under {README_LINES} and link to docs/"
+
+
+def listed_kinds() -> dict[str, str]:
+    """docs page -> the kind the README's "Where to go next" lists it under (a `- **Kind**: links` item per kind)."""
+    section = README.read_text().split("\n## Where to go next\n")[1].split("\n## ")[0]
+    items = {m[1].lower(): m[2] for m in re.finditer(r"^- \*\*([\w-]+)\*\*:(.*(?:\n  .*)*)", section, re.M)}
+    return {page: kind for kind, links in items.items() for page in re.findall(r"\]\(docs/([^)#]+)", links)}
+
+
+def test_the_readme_lists_every_page_under_the_kind_its_lead_names():
+    listed = listed_kinds()
+    assert set(listed.values()) == set(KINDS) and sorted(listed) == [page.name for page in PAGES]
+    leads = {page.name: m[1] for page in PAGES if (m := re.search(r"\A# .+\n\nkind: (\S+)\n", page.read_text()))}
+    assert {"tutorial.md", "cli.md", "day-one.md", "exact-search.md"} <= set(leads)
+    wrong = [f"docs/{page}: kind: {kind}, listed under {listed[page]}" for page, kind in leads.items() if listed[page] != kind]
+    assert not wrong, "\n".join(wrong)
 
 
 def slug(heading: str) -> str:

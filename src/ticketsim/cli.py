@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
-EXIT_CODES = f"""exit codes:
-  {OK:<3} ok
-  {FAILED:<3} the quality gate failed (gate, retrain)
-  {ERROR:<3} a step could not run (a bad params file, tracking server unreachable, dvc failed; bad usage)
-  {BAD_INPUT:<3} bad input (EX_DATAERR): refused, every problem listed as file:line; nothing was written
-  {BUG:<3} a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"""
+EXITS = ((OK, "ok"), (FAILED, "the quality gate failed (gate, retrain)"),
+         (ERROR, "a step could not run (a bad params file, tracking server unreachable, dvc failed; bad usage)"),
+         (BAD_INPUT, "bad input (EX_DATAERR): refused, every problem listed as file:line; nothing was written"),
+         (BUG, "a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"))
+EXIT_CODES = "exit codes:\n" + "\n".join(f"  {code:<3} {meaning}" for code, meaning in EXITS)
 Parsers = dict[str, argparse.ArgumentParser]
 # The default dataset's bundle and index as the pipeline writes them (dvc.yaml's bundle and index stages).
 BUNDLE, INDEX = "models/default/bundle", "models/default/index"
@@ -116,7 +115,7 @@ def model_commands(commands) -> Parsers:
     evaluate.add_argument("--predictions", help="also write the pairs' scores in the SemEval scorer format here")
     evaluate.set_defaults(run=workflow("evaluate:evaluate_command"))
     tune = commands.add_parser("tune", help="an Optuna study of W, V and hidden size on train+dev (the tune stage's work)")
-    tune.add_argument("dataset")
+    tune.add_argument("dataset", help="a key of `datasets` in params.yaml")
     tune.add_argument("--workers", type=int, default=None, help="processes running trials of one study (default: tune.workers)")
     tune.add_argument("--out", help="the tuned variant YAML (default: the tune stage's, tuned/<dataset>.yaml)")
     tune.add_argument("--metrics", help="default: the tune stage's, metrics/<dataset>/tune.json")
@@ -178,7 +177,7 @@ def model_commands(commands) -> Parsers:
     curve.add_argument("--variants", nargs="+", required=True, help="names in siamese.variants or siamese.finetuned: "
                        "trained ones make curves, label-free ones (labels: false, e.g. Szs+L) flat lines")
     curve.add_argument("--sizes", nargs="+", help="judged queries per model, or `all` (default: 25 50 100 200 all)")
-    curve.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    curve.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="a model per seed")
     curve.add_argument("--folds", type=int, help="folds of the train + dev queries (default: tune.folds)")
     curve.add_argument("--extra", nargs="+", default=[], metavar="SPLIT",
                        help="splits never trained on that every model scores too (a shift split; SemEval's later "
@@ -265,6 +264,67 @@ def search_commands(commands) -> Parsers:
     return {"search": search, "build": build_parser, "grow": grow, "serve": serve}
 
 
+PAGE = """# The `ticketsim` command
+
+kind: reference
+
+The commands for people (the DVC stages in `stages/` run the pipeline): each one's synopsis, what it does and its
+arguments, then the exit codes. The commands in use: the [tutorial](tutorial.md) and the how-to pages of the
+[README](../README.md#where-to-go-next); what counts as bad input: [datasets.md](datasets.md#bad-input). This page is
+written from the parser (`src/ticketsim/cli.py`), never by hand:
+
+```bash
+ticketsim commands --markdown > docs/cli.md
+```
+"""
+
+
+def commands_of(top: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """(full name, help, parser) of every command that runs, a subcommand under its full name (`ticketsim index add`)."""
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                command = action.choices[choice.dest]
+                nested = any(isinstance(a, argparse._SubParsersAction) for a in command._actions)
+                yield from commands_of(command) if nested else [(command.prog, choice.help, command)]
+
+
+def cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def argument_row(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """An argument's table row: its spelling, and its help with its default where the help does not say it."""
+    spelled = formatter._format_args(action, action.dest.upper() if action.option_strings else action.dest) if action.nargs != 0 else ""
+    name = " ".join(filter(None, (", ".join(action.option_strings), spelled)))
+    about = formatter._expand_help(action) if action.help else ""
+    if action.default not in (None, False, [], argparse.SUPPRESS) and "default" not in about:
+        shown = " ".join(map(str, action.default)) if isinstance(action.default, list) else action.default
+        about = f"{about} (default: {shown})".lstrip()
+    return f"| `{cell(name)}` | {cell(about)} |"
+
+
+def reference_markdown(top: argparse.ArgumentParser) -> str:
+    """docs/cli.md: a table of every command, then each one's synopsis and arguments, then the exit codes."""
+    commands = list(commands_of(top))
+    lines = [PAGE, "| command | what it does |", "| --- | --- |",
+             *(f"| [`{name}`](#{name.replace(' ', '-')}) | {cell(help)} |" for name, help, _ in commands)]
+    for name, help, command in commands:
+        formatter = argparse.HelpFormatter(name, width=100)     # not the terminal's: the page is the same everywhere
+        formatter.add_usage(command.usage, command._actions, command._mutually_exclusive_groups, prefix="")
+        lines += ["", f"## {name}", "", cell(command.description or help), "", "```text", formatter.format_help().rstrip(),
+                  "```", "", "| argument | meaning |", "| --- | --- |",
+                  *(argument_row(a, formatter) for a in command._actions if not isinstance(a, argparse._HelpAction))]
+    lines += ["", "## Exit codes", "", "| code | meaning |", "| ---: | --- |",
+              *(f"| {code} | {cell(meaning)} |" for code, meaning in EXITS)]
+    return "\n".join(lines) + "\n"
+
+
+def commands_command(args: argparse.Namespace) -> int:
+    top = parser()
+    print(reference_markdown(top) if args.markdown else "\n".join(c.format_help() for *_, c in commands_of(top)), end="")
+    return OK
+
 def parser() -> argparse.ArgumentParser:
     """Every command with its arguments, and the workflow it calls."""
     from ticketsim.config import csv_delimiter, text_encoding  # light: PyYAML
@@ -273,12 +333,15 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True)
     p = {**intake_commands(commands), **model_commands(commands), **registry_commands(commands), **search_commands(commands)}
+    listing = commands.add_parser("commands", help="every command's synopsis and arguments (each one's --help, in turn)")
+    listing.add_argument("--markdown", action="store_true", help="instead: the reference page docs/cli.md, as Markdown")
+    listing.set_defaults(run=commands_command)
     for command in ("search", "build", "grow", "serve"):
         p[command].add_argument("--model", default=BUNDLE, help=f"a bundle (default: {BUNDLE})")
         p[command].add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
     for command in ("validate", "evaluate", "export", "add", "feedback_export", "review", "gate", "rollback", "retrain", "tune",
                     "params"):
-        p[command].add_argument("--params", default="params.yaml")
+        p[command].add_argument("--params", default="params.yaml", help="the params file, params-research.yaml read beside it")
     for command in ("build", "grow"):
         p[command].add_argument("--params", help="the params file of encode.engine and index.* (default: params.yaml when there is one)")
     for command in ("validate", "build", "grow"):
