@@ -30,6 +30,11 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "pip install torch==2.13.0 && pip install -e . && dvc repro":
         "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
+    "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}' register@semeval":
+        "minutes on the SemEval files, which the suite has not: the switch with `final` runs here up to prepare@semeval "
+        "(slow tier); a dataset without `final` registers siamese.final (tests/test_dataset_final.py)",
+    SEMEVAL_SWITCH + " register@semeval": "52 minutes of fine-tuning on the SemEval files: the same switch runs here up to "
+                                          "prepare@semeval (slow tier); tests/test_dataset_final.py trains a dataset's own final",
     "python -m pytest": "the suite itself: .ci/run runs it",
     "pip install torch==2.13.0 && pip install -e .": "an install: .ci/run installs so (the quick start, less its dvc repro)",
     'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" -k 3':
