@@ -86,9 +86,9 @@ def trained_on(monkeypatch) -> list[pl.DataFrame]:
 
 def test_no_scored_query_is_trained_on_and_each_model_learns_from_n_of_its_pool(problem, trained_on):
     by_query, retrieved, extra = lc.trained_point(problem, FINAL, 6, seed=3, k=4, extra=["shift"])
-    searched = problem.pairs.filter(pl.col("split").is_in(["train", "dev"]))
-    folds = query_folds(searched["query_id"], 4, 3)
-    assert sorted(by_query["query_id"]) == sorted(searched["query_id"].unique())     # every train + dev query once
+    choice_pairs = problem.pairs.filter(pl.col("split").is_in(["train", "dev"]))
+    folds = query_folds(choice_pairs["query_id"], 4, 3)
+    assert sorted(by_query["query_id"]) == sorted(choice_pairs["query_id"].unique())     # every train + dev query once
     assert sorted(retrieved["query_id"]) == sorted(by_query["query_id"])              # each also searching the base
     assert 0 <= extra["shift"] <= 1 and len(trained_on) == 4
     for held_out, pairs in enumerate(trained_on):
