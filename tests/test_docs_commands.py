@@ -27,8 +27,10 @@ RUN_HERE = "run by tests/test_docs_commands.py"
 SEARCH_SCALE = "tests/test_benchmarks.py checks what it computes (a tiled index, a cold search, the page's figures) on a tiny bundle"
 TICKETS_ONLY = "run by tests/test_tickets_only.py (slow tier, on a 1-ticket ServiceNow export in a clone)"
 COMMANDS = {   # command as shown (continuation lines joined, trailing comment dropped) -> who runs it, or why nothing does
-    "pip install torch==2.13.0 && pip install -e . && dvc repro":
-        "installs, then the whole pipeline: .ci/run installs so; tests/test_pipeline.py runs `dvc repro` on a bare clone",
+    "pip install torch==2.13.0 && pip install -e . && dvc repro register@default":
+        "installs, then the fast path: .ci/run runs it so in a fresh virtual environment on a bare clone",
+    "dvc repro": "the whole pipeline: tests/conftest.py (repro_workspace) runs it on a bare clone after register@default",
+    'ticketsim search --subject "pump getting hot" -k 3': RUN_HERE + " (on a small bundle and index where the tutorial's dvc repro leaves them)",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
     "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}' register@semeval":
         "minutes on the SemEval files, which the suite has not: the switch with `final` runs here up to prepare@semeval "
@@ -220,16 +222,16 @@ def test_validate_runs_as_shown_on_an_exported_folder_a_help_desk_export_and_the
 
 
 def test_the_tutorials_searches_run_as_shown_where_its_dvc_repro_leaves_the_model(search_parts, tmp_path):
-    """docs/tutorial.md's searches, as written, in a folder whose models/default holds what `dvc repro register@default`
-    writes there (a small bundle of the same layout and its index)."""
+    """The searches of docs/tutorial.md and the README's quick start, as written, in a folder whose models/default holds
+    what `dvc repro register@default` writes there (a small bundle of the same layout and its index)."""
     from benchmarks.common import make_bundle
 
     bundle = make_bundle(tmp_path / "models/default/bundle", search_parts, "22")
     search_parts.corpus.tickets.write_csv(tmp_path / "tickets.csv")
     assert main(["index", "build", "--model", str(bundle), "--index", str(tmp_path / "models/default/index"),
                  "--tickets", str(tmp_path / "tickets.csv")]) == 0
-    shown = [c for c, where in shown_commands().items() if where.startswith("docs/tutorial.md") and "ticketsim search" in c]
-    assert len(shown) == 2
+    shown = [c for c in shown_commands() if COMMANDS.get(c, "").endswith("where the tutorial's dvc repro leaves them)")]
+    assert len(shown) == 3
     for command in shown:
         assert COMMANDS[command].startswith(RUN_HERE)
         done = shell(command.replace("ticketsim", f"{sys.executable} -m ticketsim.cli", 1), tmp_path)
