@@ -30,7 +30,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "pip install torch==2.13.0 && pip install -e . && dvc repro register@default":
         "installs, then the fast path: .ci/run runs it so in a fresh virtual environment on a bare clone",
     "dvc repro": "the whole pipeline: tests/conftest.py (repro_workspace) runs it on a bare clone after register@default",
-    'ticketsim search --subject "pump getting hot" -k 3': RUN_HERE + " (on a small bundle and index where the tutorial's dvc repro leaves them)",
+    'ticketsim search --subject "pump getting hot" -k 3':
+        RUN_HERE + " (on a small bundle and index where the tutorial's dvc repro leaves them)",
     SEMEVAL_SWITCH: RUN_HERE + " (up to prepare@semeval, on a tiny XML fixture)",
     "dvc exp run -S '+datasets.semeval={source: semeval2016, raw: ../shared/data/semeval2016-task3}' register@semeval":
         "minutes on the SemEval files, which the suite has not: the switch with `final` runs here up to prepare@semeval "
