@@ -57,7 +57,7 @@ from ticketsim.evaluate.protocols import query_means
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.threads import torch_threads
 from ticketsim.training.selection import paired_test, per_query
-from ticketsim.training.variant import prepare, train_variant
+from ticketsim.training.variant import train_variant, training_inputs
 
 BACKENDS = {"torch": ("torch", "none"), "onnx": ("onnx", "none"), "int8": ("onnx", "int8"), "openvino": ("openvino", "none")}
 BATCH = SentenceConfig.batch_size     # as channel S encodes
@@ -181,7 +181,7 @@ def ranking(params, synthetic: SyntheticConfig, variant: str, threads: int, mode
         s = sentence_channel(corpus, cfg, progress=False)[0]
         seconds = time.perf_counter() - started
         # no word vectors: the variant weighs no h or E (one zero column each for the LSTM's unused table)
-        data = prepare(params, tokens, [s], lambda words: np.zeros((len(words), 2), np.float32), 1, [chosen], corpus)
+        data = training_inputs(params, tokens, [s], lambda words: np.zeros((len(words), 2), np.float32), 1, [chosen], corpus)
         by_query = per_query(data.pairs, train_variant(data, chosen, params.seed).pair_scores(), params.evaluation.depth)
         rows[name] = {**query_means(by_query), "seconds": seconds,
                       "ap": dict(zip(by_query["query_id"], by_query["ap"].fill_null(np.nan))),

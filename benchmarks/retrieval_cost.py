@@ -18,7 +18,7 @@ import torch
 from ticketsim.config import load_params, stage_paths
 from ticketsim.training.variant import Prepared, threads_alone
 from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models
-from ticketsim.tuning.tuner import prepared_for_tuning
+from ticketsim.tuning.tuner import tuning_inputs
 
 
 def trial_weights(problem: Prepared, n: int, seed: int = 0) -> list:
@@ -64,8 +64,8 @@ def main() -> None:
         params = replace(params, siamese=replace(params.siamese, final=args.variant))
     files = stage_paths("tune", args.dataset)
     torch.set_num_threads(threads_alone(params.siamese, params.siamese.variant(params.siamese.final)))
-    problem = prepared_for_tuning(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"],
-                                  files["channels"])
+    problem = tuning_inputs(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"],
+                            files["channels"])
     queries, tickets = problem.pairs["query_id"].n_unique(), len(problem.tokens.tickets)
     print(table(measure(problem, args.trials),
                 f"{args.dataset}: #{params.siamese.final}, {params.tune.folds} folds, {queries} train + dev queries, "

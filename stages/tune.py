@@ -1,9 +1,9 @@
-"""Stage tune: the Optuna search of the final variant's W, V and hidden size on one dataset's train and dev pairs."""
+"""Stage tune: the Optuna study of the final variant's W, V and hidden size on one dataset's train and dev pairs."""
 import sys
 
 from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
-from ticketsim.tuning.tuner import prepared_for_tuning, run, untuned_line
+from ticketsim.tuning.tuner import run, tuning_inputs, untuned_line
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
@@ -16,7 +16,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     try:
         run(params, stage.dataset,
-            lambda: prepared_for_tuning(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
+            lambda: tuning_inputs(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
             args.out, args.metrics, args.plots, args.workers)
     except ConfigError as error:   # one the data decides: e.g. tune.folds above the train + dev queries
         sys.exit(f"tune@{stage.dataset}: {error}")

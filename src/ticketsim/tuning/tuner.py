@@ -53,8 +53,7 @@ from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, f
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
 
 
-def prepared_for_tuning(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str,
-                        channels: Sequence[str]) -> Prepared:
+def tuning_inputs(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: Sequence[str]) -> Prepared:
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
     test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)

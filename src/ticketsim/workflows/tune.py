@@ -7,7 +7,7 @@ from pathlib import Path
 from ticketsim.config import load_params, stage_paths
 from ticketsim.errors import OK
 from ticketsim.model.saved import WEIGHTS
-from ticketsim.tuning.tuner import prepared_for_tuning, run, untuned_line
+from ticketsim.tuning.tuner import run, tuning_inputs, untuned_line
 
 
 def tune_command(params: str, dataset: str, workers: int | None, out: str | None, metrics: str | None,
@@ -19,7 +19,7 @@ def tune_command(params: str, dataset: str, workers: int | None, out: str | None
     files, base = stage_paths("tune", dataset), Path(stage_paths("siamese", dataset)["out"]) / loaded.siamese.final
     channels = [path for path in files["channels"] if Path(path).is_file()]
     result = run(loaded, dataset,
-                 lambda: prepared_for_tuning(loaded, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
+                 lambda: tuning_inputs(loaded, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
                  out or files["out"], metrics or files["metrics"], plots or files["plots"], workers,
                  base if (base / WEIGHTS).is_file() else None)
     if line := untuned_line(loaded, dataset, out or files["out"]):
