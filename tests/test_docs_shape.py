@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ticketsim.data.tables import LABELS, PAIR_SCHEMA, QUERY_SCHEMA, SPLITS, TICKET_SCHEMA
+
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted((REPO / "docs").glob("*.md"))
 README = REPO / "README.md"
@@ -52,6 +54,17 @@ def test_the_readme_lists_every_page_under_the_kind_its_lead_names():
     assert {"tutorial.md", "cli.md", "day-one.md", "exact-search.md"} <= set(leads)
     wrong = [f"docs/{page}: kind: {kind}, listed under {listed[page]}" for page, kind in leads.items() if listed[page] != kind]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_data_model_of_the_datasets_page_is_the_tables_of_the_code():
+    """docs/datasets.md's data model names each table's columns in the order ticketsim.data.tables declares them, the
+    labels and the splits: the format reference cannot drift from the code that reads it."""
+    model = (REPO / "docs/datasets.md").read_text().split("\n## Data model\n")[1].split("\n## ")[0]
+    columns = {m[1]: re.findall(r"(\w+)(?: \([^)]*\))?(?:, |;|$| \()", m[2].split(";")[0])
+               for m in re.finditer(r"^- `(\w+)`: (.*(?:\n  .*)*)", model, re.M)}
+    assert columns == {"tickets": list(TICKET_SCHEMA), "queries": list(QUERY_SCHEMA), "pairs": list(PAIR_SCHEMA)}
+    assert f"label ({', '.join(f'{value} {name}' for name, value in LABELS.items())})" in model
+    assert f"split ({', '.join(SPLITS)})" in model
 
 
 def slug(heading: str) -> str:
