@@ -267,6 +267,9 @@ def test_sync_makes_the_index_equal_to_the_export_in_one_generation_and_a_second
     assert synced(where, capsys, export) == f"{folder}: 0 added, 0 updated, 0 deleted by a sync with {export} (it equals " \
                                             "the export already: nothing written)"
     assert folder_bytes(folder) == settled
+    pl.concat([wanted, search_parts.corpus.tickets.slice(42, 1)], how="diagonal").write_csv(export)
+    assert synced(where, capsys, export).startswith(f"{folder}: 1 added, 0 updated, 0 deleted")
+    assert [g.name for g in generations(folder)] == ["gen-000002", "gen-000003"]   # as an add: the one before kept
 
 
 def test_every_bad_sync_is_one_problem_and_nothing_is_written(products, capsys):

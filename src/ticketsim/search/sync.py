@@ -15,7 +15,7 @@ from ticketsim.config import EncodeConfig
 from ticketsim.data.tables import FACETS, TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.errors import StepError
 from ticketsim.search.generations import next_generation, next_name, writable
-from ticketsim.search.index import Encoded, TicketIndex, encoded_tickets, model_hash, needs, write_without
+from ticketsim.search.index import Encoded, TicketIndex, append, encoded_tickets, model_hash, needs, write_without
 from ticketsim.search.space import room
 
 if TYPE_CHECKING:
@@ -104,8 +104,9 @@ def sync_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, expo
                  engine: str = EncodeConfig.engine) -> tuple[SyncPlan, TicketIndex]:
     """Make the index at `directory` equal to `export` (as sync_plan reads it) in one generation, under the writer lock;
     (what it did, the index after). Where anything is deleted or replaced no earlier generation is kept (erasure, as
-    delete_tickets). The changed tickets are encoded before the lock; a writer that changed the index meanwhile makes
-    this one refuse, nothing written (the sync run again plans against the index then in force)."""
+    delete_tickets); additions alone are an add (append). The changed tickets are encoded before the lock; a writer
+    that changed the index meanwhile makes this one refuse, nothing written (the sync run again plans against the index
+    then in force)."""
     directory = Path(directory)
     index, bundle_hash = TicketIndex.load(directory), model_hash(bundle)
     index.check(bundle_hash, bundle, directory)
@@ -116,6 +117,8 @@ def sync_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, expo
     space = needs(index, to_encode(export, plan))
     room(directory, space, directory / next_name(directory))   # before minutes of encoding
     changed = changed_tickets(scorer, index, export, plan, engine)
+    if not plan.dropped:    # additions alone: an add's generation, BM25's counts added to, not rebuilt
+        return plan, append(directory, bundle_hash, changed)
     with next_generation(directory, space, erase=bool(plan.dropped)) as (in_force, scratch):
         if in_force != plan.generation:
             raise StepError(f"{directory}: another writer changed the index during the sync ({getattr(in_force, 'name', None)} "
