@@ -2,7 +2,9 @@
 ticket's text in the index folder, a reader holding the old generation keeps answering and then follows, an unknown id
 is one line with nothing written, a delete killed at any step leaves the old index or the new one; `index add
 --upsert` replaces a ticket whose id is there (without it: refused); `search --where` and the API's `where` search a
-filter's tickets only, its top k the exact one, and a field the index lacks is one line naming those it has."""
+filter's tickets only, its top k the exact one, and a field the index lacks is one line naming those it has; `index
+sync` makes the index equal to an export in one generation (a second writes nothing), refuses a bad export with one
+problem and nothing written, and killed at any step leaves the old index or the new one."""
 import json
 import os
 import subprocess
@@ -21,7 +23,10 @@ from ticketsim.app.page import create_app
 from ticketsim.bundle.loader import Scorer
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import GraphConfig, ServeConfig
+from ticketsim.data.csvsource import read_records
 from ticketsim.data.feedback import Journal
+from ticketsim.errors import StepError
+from ticketsim.search import sync
 from ticketsim.search.generations import generations
 from ticketsim.search.index import Encoded, TicketIndex, append, build_index, manifest_of, model_hash
 from ticketsim.search.postings import Postings
@@ -190,24 +195,142 @@ DELETER = DIES_AT + textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
-def test_a_delete_killed_at_each_step_leaves_the_old_or_the_new_index_and_the_next_writer_erases(workspace, tmp_path):
-    root, where, tickets = workspace
-    gone, outcomes = tickets["ticket_id"][4], []
-    for kill_at in range(1, 80):
+def erased_at_each_step(source: Path, tmp_path: Path, script: str, args: list[str], gone: str, says: str,
+                        state=len, old: object = 40, new: object = 39) -> None:
+    """`script` (a writer erasing the ticket `gone`, killed at its kill_at'th fsync, rename or unlink) run on copies of
+    the index at `source`, killed at each step in turn until it ends saying `says`: each copy holds the old index or the
+    new one (`state` of it: `old` or `new`), and once the new one is in force the next writer leaves no generation
+    holding the ticket."""
+    outcomes = []
+    for kill_at in range(1, 100):
         folder = tmp_path / f"kill-{kill_at}"
-        subprocess.run(["cp", "-a", str(root / "index"), str(folder)], check=True)
-        done = subprocess.run([sys.executable, "-c", DELETER, str(folder), str(kill_at), gone], capture_output=True,
+        subprocess.run(["cp", "-a", str(source), str(folder)], check=True)
+        done = subprocess.run([sys.executable, "-c", script, str(folder), str(kill_at), *args], capture_output=True,
                               text=True, env=ENV)
         index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
-        assert len(index) in (40, 39), (kill_at, len(index))
-        outcomes.append(len(index))
-        if len(index) == 39:    # in force: after the next writer no generation of the folder holds the ticket
+        outcomes.append(state(index))
+        assert outcomes[-1] in (old, new), (kill_at, outcomes[-1])
+        if outcomes[-1] == new:
             added = index.tickets[[0]].with_columns(ticket_id=pl.lit("T-LATER"))
             append(folder, index.model_hash, Encoded(np.asarray(index.vectors.array[[0]], np.float32), added))
             assert all(TicketIndex.of_generation(folder, g, manifest_of(g)).row_of(gone) is None for g in generations(folder))
         if done.returncode == 0:
-            assert done.stdout.strip() == "done"
+            assert done.stdout.strip() == says
             break
         assert done.returncode == -9, done.stderr
-    assert outcomes[0] == 40 and outcomes[-1] == 39 and len(outcomes) > 10
+    assert outcomes[0] == old and outcomes[-1] == new and len(outcomes) > 10
+
+
+@pytest.mark.slow
+def test_a_delete_killed_at_each_step_leaves_the_old_or_the_new_index_and_the_next_writer_erases(workspace, tmp_path):
+    root, _, tickets = workspace
+    erased_at_each_step(root / "index", tmp_path, DELETER, [tickets["ticket_id"][4]], tickets["ticket_id"][4], "done")
+
+
+def synced(where: list[str], capsys, export: Path, *args: str, code: int = OK) -> str:
+    """What `index sync` of `export` says (stdout where it runs, stderr's last line where it is refused)."""
+    capsys.readouterr()
+    assert main(["index", "sync", str(export), *where, *args]) == code
+    said = capsys.readouterr()
+    return said.out.strip() if code == OK else said.err.strip()
+
+
+def test_sync_makes_the_index_equal_to_the_export_in_one_generation_and_a_second_sync_writes_nothing(products, search_parts,
+                                                                                                     capsys):
+    root, where, tickets = products
+    folder, export = root / "index", root / "export.csv"
+    edited, refiled, gone = tickets["ticket_id"][2], tickets["ticket_id"][4], tickets["ticket_id"][6]
+    wanted = pl.concat([tickets.filter(pl.col("ticket_id") != gone), search_parts.corpus.tickets.slice(40, 2).with_columns(
+        product=pl.lit("pump"), site=pl.lit("north"))]).with_columns(
+        solution=pl.when(pl.col("ticket_id") == edited).then(pl.lit(f"call {SECRET} and swap the seal")).otherwise("solution"),
+        queue=pl.when(pl.col("ticket_id") == refiled).then(pl.lit("l2")).otherwise(None))
+    wanted.write_csv(export)
+    before = folder_bytes(folder)
+    assert synced(where, capsys, export, "--dry-run") == f"{folder}: 2 added, 2 updated, 1 deleted by a sync with {export} " \
+                                                         "(dry run: nothing written)"
+    assert folder_bytes(folder) == before
+    writes = [g.name for g in generations(folder)]
+    assert synced(where, capsys, export).startswith(f"{folder}: 2 added, 2 updated, 1 deleted by a sync with {export} (41 tickets")
+    assert [g.name for g in generations(folder)] == ["gen-000002"] and writes == ["gen-000001"]  # one generation, erased
+    after = TicketIndex.load(folder)
+    assert sorted(after.tickets["ticket_id"]) == sorted(wanted["ticket_id"]) and after.row_of(gone) is None
+    stored = after.tickets.select(wanted.columns).sort("ticket_id").fill_null("")     # an empty facet is none
+    assert stored.equals(wanted.sort("ticket_id").cast(dict.fromkeys(wanted.columns, pl.String)).fill_null(""))
+    # a facet alone changed keeps its stored vector; the whole index's vectors are a rebuild's
+    rebuilt = build_index(Scorer.load(where[1]), model_hash(where[1]), wanted, root / "rebuilt")
+    rows = [rebuilt.row_of(t) for t in after.tickets["ticket_id"]]
+    assert np.allclose(after.vectors.array, rebuilt.vectors.array[rows], atol=1e-5)
+    everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
+    assert np.array_equal(after.postings.tf, everything.tf) and after.postings.word_id(SECRET.lower()) is not None
+    assert after.matching({"queue": "l2"}).tolist() == [after.row_of(refiled)]
+    settled = folder_bytes(folder)
+    assert synced(where, capsys, export) == f"{folder}: 0 added, 0 updated, 0 deleted by a sync with {export} (it equals " \
+                                            "the export already: nothing written)"
+    assert folder_bytes(folder) == settled
+    pl.concat([wanted, search_parts.corpus.tickets.slice(42, 1)], how="diagonal").write_csv(export)
+    assert synced(where, capsys, export).startswith(f"{folder}: 1 added, 0 updated, 0 deleted")
+    assert [g.name for g in generations(folder)] == ["gen-000002", "gen-000003"]   # as an add: the one before kept
+
+
+def test_every_bad_sync_is_one_problem_and_nothing_is_written(products, capsys):
+    root, where, tickets = products
+    folder, before = root / "index", folder_bytes(root / "index")
+    tickets.drop("solution").write_csv(root / "no-solution.csv")
+    said = synced(where, capsys, root / "no-solution.csv", code=BAD_INPUT).splitlines()
+    assert len(said) == 2 and said[1].strip().startswith(f"{root / 'no-solution.csv'}:1: missing column(s) ['solution']")
+    pl.concat([tickets, tickets.slice(3, 1)]).write_csv(root / "twice.csv")
+    said = synced(where, capsys, root / "twice.csv", code=BAD_INPUT).splitlines()
+    assert len(said) == 2 and f"twice.csv:42: ticket_id {tickets['ticket_id'][3]!r} is a duplicate (first at" in said[1]
+    tickets.drop("site").write_csv(root / "no-site.csv")
+    assert synced(where, capsys, root / "no-site.csv", code=ERROR) == \
+        f"ticketsim index: {root / 'no-site.csv'} has no column 'site', which the index keeps for its tickets (the sync " \
+        "would clear it on all 40); add the column, or rebuild with `ticketsim index build --force`; nothing written"
+    tickets.with_columns(ticket_id=pl.col("ticket_id") + "-other").write_csv(root / "other.csv")
+    for args in ((), ("--dry-run",)):
+        said = synced(where, capsys, root / "other.csv", *args, code=ERROR)
+        assert "\n" not in said and "holds none of the index's 40 ticket ids: the sync would delete every ticket" in said
+    assert folder_bytes(folder) == before
+
+
+def test_a_sync_refuses_when_another_writer_changed_the_index_while_it_encoded(products, monkeypatch, capsys):
+    root, where, tickets = products
+    export = read_records(root / "tickets.csv", "tickets").with_columns(
+        product=pl.when(pl.col("ticket_id") == tickets["ticket_id"][0]).then(pl.lit("valve")).otherwise("product"))
+    encoding = sync.changed_tickets
+
+    def meanwhile(*args):     # another writer appends while this sync encodes
+        index = TicketIndex.load(root / "index")
+        append(root / "index", index.model_hash, Encoded(np.asarray(index.vectors.array[[1]], np.float32),
+                                                         index.tickets[[1]].with_columns(ticket_id=pl.lit("T-MEANWHILE"))))
+        return encoding(*args)
+
+    monkeypatch.setattr(sync, "changed_tickets", meanwhile)
+    with pytest.raises(StepError, match=r"another writer changed the index during the sync \(gen-000002 in force, the "
+                                        r"sync read gen-000001\); nothing written: run the sync again"):
+        sync.sync_tickets(root / "index", None, where[1], export)
+    monkeypatch.undo()
+    assert [g.name for g in generations(root / "index")] == ["gen-000001", "gen-000002"]
+    plan, after = sync.sync_tickets(root / "index", None, where[1], export)     # again: T-MEANWHILE is not in the export
+    assert plan.counts() == "0 added, 1 updated, 1 deleted" and after.row_of("T-MEANWHILE") is None
+
+
+SYNCER = DIES_AT + textwrap.dedent("""
+    import polars as pl
+    from ticketsim.search.sync import sync_tickets
+    folder, kill_at, bundle, export = sys.argv[1], int(sys.argv[2]), sys.argv[3], pl.read_parquet(sys.argv[4])
+    die_at(kill_at)
+    print(sync_tickets(folder, None, bundle, export)[0].counts())
+""")
+
+
+@pytest.mark.slow
+def test_a_sync_killed_at_each_step_leaves_the_old_or_the_new_index_and_the_next_writer_erases(products, tmp_path):
+    root, where, tickets = products
+    gone = tickets["ticket_id"][4]
+    # a facet changed and a ticket deleted: nothing to encode, so the script loads no model
+    read_records(root / "tickets.csv", "tickets").filter(pl.col("ticket_id") != gone).with_columns(
+        product=pl.when(pl.col("ticket_id") == tickets["ticket_id"][0]).then(pl.lit("valve")).otherwise("product")
+    ).write_parquet(root / "export.parquet")
+    erased_at_each_step(root / "index", tmp_path, SYNCER, [where[1], str(root / "export.parquet")], gone,
+                        "0 added, 1 updated, 1 deleted", lambda index: (len(index), len(index.matching({"product": "valve"}))),
+                        (40, 0), (39, 1))

@@ -141,3 +141,48 @@ def test_ticketsim_search_prints_the_same_legend_and_a_score_column_only_with_a_
 def test_docs_search_shows_the_legend_in_the_words_the_page_and_the_table_print():
     shown = (Path(__file__).resolve().parents[1] / "docs" / "search.md").read_text().splitlines()
     assert LEGEND[True] in shown and LEGEND[False] in shown
+
+
+@pytest.fixture(scope="module")
+def facets(models, tmp_path_factory) -> SimpleNamespace:
+    """An index of the tiny corpus whose tickets have a product (every third a pump) and a site, and its searcher."""
+    tickets = models.tickets.with_row_index().with_columns(
+        product=pl.when(pl.col("index") % 3 == 0).then(pl.lit("pump")).otherwise(pl.lit("fan")),
+        site=pl.when(pl.col("index") % 2 == 0).then(pl.lit("north")).otherwise(pl.lit("south"))).drop("index")
+    folder = tmp_path_factory.mktemp("facets") / "index"
+    build_index(Scorer.load(models.calibrated.bundle), model_hash(models.calibrated.bundle), tickets, out=folder)
+    return SimpleNamespace(bundle=models.calibrated.bundle, index=folder, tickets=tickets,
+                           searcher=Searcher.load(models.calibrated.bundle, folder))
+
+
+def test_the_page_has_a_filter_box_per_facet_the_index_keeps_and_says_the_filter_in_force(facets, models, tmp_path):
+    page = page_client(facets, tmp_path)
+    assert 'name="product"' in page.get("/").get_data(as_text=True) and 'name="site"' in page.get("/").get_data(as_text=True)
+    assert 'name="queue"' not in page.get("/").get_data(as_text=True)
+    assert 'name="product"' not in page_client(models.calibrated, tmp_path).get("/").get_data(as_text=True)
+    pumps = facets.tickets.filter((pl.col("product") == "pump") & (pl.col("site") == "north"))
+    asked = {**QUERY, "k": "50", "product": "pump", "site": " north"}     # a box's spaces are not the value
+    shown = page.get("/", query_string=asked)
+    text = html.unescape(shown.get_data(as_text=True))
+    api = page.get("/api/search", query_string={**QUERY, "k": "50", "where": ["product=pump", "site=north"]}).get_json()
+    assert shown.status_code == 200 and api["matching"] == pumps.height < 50
+    hits = [line.split('data-ticket="')[1].split('"')[0] for line in text.splitlines() if 'class="hit"' in line]
+    assert hits == [h["ticket_id"] for h in api["hits"]] and set(hits) == set(pumps["ticket_id"])
+    said = " ".join(text.split('id="filter">')[1].split("</p>")[0].split())
+    assert said == f"Only the tickets with product = pump and site = north: {pumps.height} of {facets.tickets.height}"
+    assert f"k = 50, but {pumps.height} tickets have product=pump and site=north: all of them are listed" in text
+    assert 'id="where-product" name="product" value="pump"' in " ".join(text.split())
+    # a judgment keeps the filter: the page it redirects to is the filtered one
+    posted = page.post("/feedback", data={**asked, "ticket_id": hits[0], "label": "YES"})
+    assert parse_qs(urlsplit(posted.headers["Location"]).query)["product"] == ["pump"]
+    assert 'id="filter">' in page.get(posted.headers["Location"]).get_data(as_text=True)
+    assert text.count('<input type="hidden" name="product" value="pump">') == len(hits)     # each hit's judge form
+
+
+def test_a_filter_on_a_field_the_index_lacks_is_one_line_on_the_page(facets, models, tmp_path):
+    for model, held in ((facets, "product, site"), (models.calibrated, "none (an index keeps product, site, queue")):
+        shown = page_client(model, tmp_path).get("/", query_string={**QUERY, "queue": "l2"})
+        text = html.unescape(shown.get_data(as_text=True))
+        error = text.split('<p class="error" role="alert">')[1].split("</p>")[0]
+        assert shown.status_code == 400 and "\n" not in error and 'id="results"' not in text and "Traceback" not in text
+        assert error.startswith(f"the index's tickets have no field 'queue' to filter on; the fields they have: {held}")

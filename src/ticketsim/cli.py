@@ -214,7 +214,7 @@ def registry_commands(commands) -> Parsers:
 
 
 def search_commands(commands) -> Parsers:
-    """search, index build | add | delete | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
+    """search, index build | add | delete | sync | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
     from ticketsim.config import ServeConfig  # light: PyYAML; its defaults in the help texts, written once in the schema
 
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
@@ -247,6 +247,13 @@ def search_commands(commands) -> Parsers:
     named.add_argument("--id", action="append", dest="ids", metavar="ID", help="a ticket id (repeatable)")
     drop.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
     drop.set_defaults(run=workflow("search:delete_from_index_command"))
+    sync = index.add_parser("sync", help="make the index equal to an export: new tickets added, changed ones replaced, "
+                                         "missing ones deleted (erased), in one generation; exit 65 if refused")
+    sync.add_argument("export", help=".csv or .jsonl: ticket_id, subject, description, solution (every ticket the index "
+                                     "should hold, each id once)")
+    sync.add_argument("--dry-run", action="store_true", help="print how many tickets it would add, update and delete; "
+                                                             "write nothing")
+    sync.set_defaults(run=workflow("search:sync_index_command"))
     back = index.add_parser("rollback", help="put the generation before the one in force in force again (a damaged "
                                              "index's remedy, or an `index add` undone)")
     back.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
@@ -261,7 +268,7 @@ def search_commands(commands) -> Parsers:
                                        "which `ps` does not show)")
     serve.add_argument("--params", help="the params file of serve.* (default: params.yaml when there is one)")
     serve.set_defaults(run=workflow("search:serve_command"))
-    return {"search": search, "build": build_parser, "grow": grow, "serve": serve}
+    return {"search": search, "build": build_parser, "grow": grow, "sync": sync, "serve": serve}
 
 
 PAGE = """# The `ticketsim` command
@@ -336,18 +343,18 @@ def parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("commands", help="every command's synopsis and arguments (each one's --help, in turn)")
     listing.add_argument("--markdown", action="store_true", help="instead: the reference page docs/cli.md, as Markdown")
     listing.set_defaults(run=commands_command)
-    for command in ("search", "build", "grow", "serve"):
+    for command in ("search", "build", "grow", "sync", "serve"):
         p[command].add_argument("--model", default=BUNDLE, help=f"a bundle (default: {BUNDLE})")
         p[command].add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
     for command in ("validate", "evaluate", "export", "add", "feedback_export", "review", "gate", "rollback", "retrain", "tune",
                     "params"):
         p[command].add_argument("--params", default="params.yaml", help="the params file, params-research.yaml read beside it")
-    for command in ("build", "grow"):
+    for command in ("build", "grow", "sync"):
         p[command].add_argument("--params", help="the params file of encode.engine and index.* (default: params.yaml when there is one)")
-    for command in ("validate", "build", "grow"):
+    for command in ("validate", "build", "grow", "sync"):
         p[command].add_argument("--columns", help="how the export names its columns: jira, servicenow, zendesk, otrs, or a "
                                 "mapping .yaml (docs/day-one.md); validate: instead of the dataset's own")
-    for command in ("validate", "evaluate", "add", "search", "build", "grow"):
+    for command in ("validate", "evaluate", "add", "search", "build", "grow", "sync"):
         p[command].add_argument("--encoding", type=checked(text_encoding), help="of the CSV files read (cp1252, latin-1, ...; "
                                 "default UTF-8; JSONL is UTF-8); validate: instead of the dataset's own")
         p[command].add_argument("--delimiter", type=checked(csv_delimiter), help="of the CSV files read (';', tab; default: a "

@@ -1,11 +1,12 @@
 """`ticketsim serve`'s Flask app: the search page and its small JSON API, over one Searcher and one feedback Journal.
 
-- `GET /`: a query form (GET, so a search is a link), a legend of what the figures mean, the ranked tickets with their
-  similarity (calibrated 1-5 where the model has a calibration, and the raw g), description (collapsed), solution and
-  the reasons each was found, and per hit the buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post
-  to `/feedback`; a judgment taken is answered by a redirect to the page (POST-redirect-GET: a reload sends nothing
-  again) with what became of it as a notice the server signed (a link's own notice is not shown), a refused one on the
-  page with its status;
+- `GET /`: a query form (GET, so a search is a link) with a filter box per facet the index keeps (product, site,
+  queue: only the tickets whose field holds the value, as the API's `where`; the filter in force is said above the
+  hits), a legend of what the figures mean, the ranked tickets with their similarity (calibrated 1-5 where the model
+  has a calibration, and the raw g), description (collapsed), solution and the reasons each was found, and per hit the
+  buttons "solved it" (YES), "related" (REL), "not relevant" (NO), which post to `/feedback`; a judgment taken is
+  answered by a redirect to the page (POST-redirect-GET: a reload sends nothing again) with what became of it as a
+  notice the server signed (a link's own notice is not shown), a refused one on the page with its status;
 - `GET /api/search?subject=&description=&k=[&full=1][&where=product=pump ...]`: the same answer as JSON (full=1: the
   tickets' texts whole, not excerpts; each `where`, FIELD=VALUE, a filter all hits hold, as `ticketsim search
   --where`); `POST /api/feedback` (JSON: subject, description, ticket_id, label): one judgment, answered once it is on
@@ -27,6 +28,7 @@ from flask import Flask, jsonify, redirect, request
 from ticketsim.app.access import Access, is_loopback
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal, Judgment
+from ticketsim.data.tables import FACETS
 from ticketsim.data.validate import DataError
 from ticketsim.errors import StepError
 from ticketsim.search.searcher import EXCERPT, Answer, Searcher
@@ -49,11 +51,19 @@ PAGE = """<!doctype html>
  .legend { color: #555; font-size: .9rem; border-left: 3px solid #ccc; padding-left: .5rem; }
  details.description summary { cursor: pointer; color: #555; }
 </style></head><body>
+{% macro query() -%}
+ <input type="hidden" name="subject" value="{{ subject }}"><input type="hidden" name="description" value="{{ description }}">
+ <input type="hidden" name="k" value="{{ k }}">
+ {%- for field, value in filters.items() %}<input type="hidden" name="{{ field }}" value="{{ value }}">{% endfor %}
+{%- endmacro %}
 <h1>Search the knowledge base</h1>
 <form method="get" action="/">
  <label for="subject">Subject</label><input id="subject" name="subject" value="{{ subject }}">
  <label for="description">Description</label><textarea id="description" name="description">{{ description }}</textarea>
  <label for="k">Tickets</label><input id="k" name="k" type="number" min="1" value="{{ k }}">
+ {% for field in facets %}<label for="where-{{ field }}">{{ field|capitalize }}</label><input id="where-{{ field }}"
+  name="{{ field }}" value="{{ filters.get(field, "") }}" placeholder="any (only the tickets whose {{ field }} is this)">
+ {% endfor -%}
  <span></span><button type="submit">Search</button>
 </form>
 {% if error %}<p class="error" role="alert">{{ error }}</p>{% endif %}
@@ -61,11 +71,13 @@ PAGE = """<!doctype html>
 {% if ask_token %}
 <form class="token" method="post" action="/token">
  <label for="token">Feedback on this server needs its token</label> <input id="token" name="token" type="password">
- <input type="hidden" name="subject" value="{{ subject }}"><input type="hidden" name="description" value="{{ description }}">
- <input type="hidden" name="k" value="{{ k }}"><button type="submit">Use it</button>
+ {{ query() }}<button type="submit">Use it</button>
 </form>
 {% endif %}
 {% if answer %}
+ {% if answer.matching is not none %}<p class="filter" id="filter">Only the tickets with
+  {% for field, value in filters.items() %}{{ field }} = {{ value }}{{ " and " if not loop.last }}{% endfor %}:
+  {{ answer.matching }} of {{ tickets }}</p>{% endif %}
  {% for note in answer.warnings %}<p class="note">{{ note }}</p>{% endfor %}
  <p class="legend" id="legend">{{ answer.legend }}</p>
  <ol id="results">
@@ -87,8 +99,7 @@ PAGE = """<!doctype html>
     </div>{% endif %}
    </div>
    <form class="judge" method="post" action="/feedback">
-    <input type="hidden" name="subject" value="{{ subject }}"><input type="hidden" name="description" value="{{ description }}">
-    <input type="hidden" name="k" value="{{ k }}"><input type="hidden" name="ticket_id" value="{{ hit.ticket_id }}">
+    {{ query() }}<input type="hidden" name="ticket_id" value="{{ hit.ticket_id }}">
     {% for label, text in judgments.items() %}<button type="submit" name="label" value="{{ label }}"
      {%- if judged == (hit.ticket_id, label) %} class="chosen"{% endif %}>{{ text }}</button> {% endfor %}
    </form></li>
@@ -120,6 +131,10 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
         text = [values.get(name, "").replace("\r\n", "\n") for name in ("subject", "description")]
         return text[0], text[1], values.get("k", "10")
 
+    def filters_of(values) -> dict[str, str]:
+        """The page's filter boxes as typed: field -> value, the empty ones left out."""
+        return {field: values[field].strip() for field in FACETS if values.get(field, "").strip()}
+
     def too_long(subject: str, description: str) -> list[str]:
         n = len(subject) + len(description)
         return [f"the query has {n} characters; at most {settings.max_text} are read"] if n > settings.max_text else []
@@ -144,14 +159,16 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
 
     def page(subject: str, description: str, k: str, notice: str | None = None, error: str | None = None,
              judged: tuple[str, str] | None = None, status: int = 200):
-        answer = None
+        """The page for the query and the filter boxes of the request (a field the index lacks: the error line)."""
+        answer, filters = None, filters_of(request.values)
         if "subject" in request.values or "description" in request.values:
             try:
-                answer = search(subject, description, k)
+                answer = search(subject, description, k, where=[f"{field}={value}" for field, value in filters.items()])
             except DataError as bad:
                 error, status = "; ".join(bad.problems), 400
         html = template.render(subject=subject, description=description, k=k, answer=answer, error=error, notice=notice,
-                               judged=judged, judgments=JUDGMENTS, excerpt=f"{EXCERPT:,}",
+                               judged=judged, judgments=JUDGMENTS, excerpt=f"{EXCERPT:,}", facets=searcher.index.facets(),
+                               filters=filters, tickets=f"{len(searcher.index):,}",
                                ask_token=access.token is not None and access.refusal(request.cookies.get(COOKIE)) is not None)
         return html, status
 
@@ -194,8 +211,8 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
             return page(*query_of(request.form), error="; ".join(outcome.get("problems", [])), status=status)
         # Taken (recorded, repeated, kept apart): the page again by GET, so reloading it sends nothing a second time.
         subject, description, k = query_of(request.form)
-        shown = {"subject": subject, "description": description, "k": k, "notice": outcome["message"],
-                 "signed": access.signature(outcome["message"])}
+        shown = {"subject": subject, "description": description, "k": k, **filters_of(request.form),
+                 "notice": outcome["message"], "signed": access.signature(outcome["message"])}
         if status == 200:   # the button the agent chose is marked; a conflict marks none (the first label stands)
             shown |= {"judged": request.form.get("ticket_id", ""), "label": request.form.get("label", "")}
         return redirect("/?" + urlencode(shown), code=303)
@@ -208,7 +225,8 @@ def create_app(searcher: Searcher, settings: ServeConfig = ServeConfig(), journa
         if access.token is None or access.refusal(given):
             return page(*query_of(request.form), error="that is not this server's feedback token", status=401)
         subject, description, k = query_of(request.form)
-        response = redirect("/?" + urlencode({"subject": subject, "description": description, "k": k}), code=303)
+        response = redirect("/?" + urlencode({"subject": subject, "description": description, "k": k,
+                                              **filters_of(request.form)}), code=303)
         response.set_cookie(COOKIE, given, httponly=True, samesite="Strict", secure=request.is_secure)
         return response
 

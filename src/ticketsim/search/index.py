@@ -318,10 +318,14 @@ class TicketIndex:
         row = self.row_of(ticket_id.strip())
         return None if row is None else self.table.select(list(TICKET_SCHEMA)).slice(row, 1).to_pylist()[0]
 
+    def facets(self) -> list[str]:
+        """The FACETS its tickets table keeps, those a filter can name."""
+        return [c for c in FACETS if c in self.table.column_names]
+
     def matching(self, where: dict[str, str]) -> np.ndarray:
         """The rows whose FACETS hold every value of `where` (field -> value, exactly), ascending; a StepError of one
         line naming a field the index lacks and those it has."""
-        held = [c for c in FACETS if c in self.table.column_names]
+        held = self.facets()
         lacking = [field for field in where if field not in held]
         if lacking:
             kept = ", ".join(held) or "none (an index keeps " + ", ".join(FACETS) + " where its tickets file has them)"

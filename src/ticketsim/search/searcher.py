@@ -62,6 +62,7 @@ class Answer:
     hits: tuple[Hit, ...]
     warnings: tuple[str, ...] = ()
     calibrated: bool = True     # the hits have a calibrated 1-5 score (the bundle's calibrator was fitted on labels)
+    matching: int | None = None     # how many tickets the filter (`where`) admits; None: no filter
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -155,7 +156,8 @@ class Searcher:
             calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
             hits = tuple(self.hit(rank, *hit, query_topics[i], parts[i])
                          for rank, hit in enumerate(zip(rows, found, scores, calibrated), start=1))
-            answers.append(Answer(query_id, hits, self.warnings(words[i], k, where, within), fitted))
+            answers.append(Answer(query_id, hits, self.warnings(words[i], k, where, within), fitted,
+                                  None if within is None else len(within)))
         return answers
 
     def hit(self, rank: int, row: int, ticket: dict, score: float, calibrated: float | None, query_topics: np.ndarray,

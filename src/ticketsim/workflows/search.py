@@ -1,4 +1,4 @@
-"""A knowledge base's search: `ticketsim index build | index add | index delete | index rollback | search | serve`. Tickets indexed
+"""A knowledge base's search: `ticketsim index build | add | delete | sync | rollback | search | serve`. Tickets indexed
 with a bundle's weights, the index grown or rolled back, the top k of a query or a file of them, the search page served
 by gunicorn workers."""
 from __future__ import annotations
@@ -76,6 +76,30 @@ def delete_from_index_command(index: str, file: str | None, ids: list[str] | Non
     left = delete_tickets(index, named)
     print(f"deleted {len(set(t.strip() for t in named if t.strip()))} tickets from {index} ({len(left)} left, "
           f"{left.generation.name}; no earlier generation kept; a running server follows)")
+    return OK
+
+
+def sync_index_command(params: str | None, model: str, index: str, export: str, columns: str | None, encoding: str | None,
+                       delimiter: str | None, dry_run: bool) -> int:
+    """The index made equal to the export `export` (new tickets added, changed ones replaced, missing ones deleted), in
+    one generation; `dry_run`: the counts only, nothing written (and no model loaded)."""
+    from ticketsim.search.index import TicketIndex, check_hash, model_hash
+    from ticketsim.search.sync import sync_plan, sync_tickets
+
+    report = IntakeReport()
+    tickets = read_records(export, "tickets", columns, origins=True, dialect=Dialect(encoding, delimiter), report=report)
+    say_altered(export, report)
+    if dry_run:
+        held = TicketIndex.load(index)
+        check_hash(held.model_hash, model_hash(model), model, index)    # what the sync itself would refuse
+        print(f"{index}: {sync_plan(held, tickets, export).counts()} by a sync with {export} (dry run: nothing written)")
+        return OK
+    from ticketsim.bundle.loader import Scorer
+
+    done, synced = sync_tickets(index, Scorer.load(model), model, tickets, export, workspace_params(params).encode.engine)
+    written = f"{len(synced)} tickets, {synced.generation.name}; a running server follows" if done.generation != \
+        synced.generation else "it equals the export already: nothing written"
+    print(f"{index}: {done.counts()} by a sync with {export} ({written})")
     return OK
 
 
