@@ -8,7 +8,7 @@ import sys
 from conftest import REPO
 from test_docs_commands import COMMANDS
 
-from ticketsim.cli import EXITS, commands_of, parser, reference_markdown
+from ticketsim.cli import EXITS, GUIDES, commands_of, parser, reference_markdown
 
 COMMAND = "ticketsim commands --markdown > docs/cli.md"
 
@@ -35,6 +35,9 @@ def test_every_command_has_its_section_and_every_argument_its_row():
     for name, _, command in named:
         spelled = [a.option_strings[-1] if a.option_strings else a.dest for a in command._actions if a.dest != "help"]
         assert all(f"| `{s}" in page[name] or f"| `[{s}]" in page[name] for s in spelled), name
+    assert sorted(GUIDES) == sorted(name.partition(" ")[2] for name, _, _ in named)   # each command's page, none stale
+    assert "| [`ticketsim index add`](#ticketsim-index-add) | append tickets to an index (no rebuild); exit 65 if refused " \
+           "| [search.md](search.md#adding-tickets) |" in (REPO / "docs/cli.md").read_text()
     assert "| `-k K` | tickets per query (default 10) |" in page["ticketsim search"]
     assert "| `--params PARAMS` | the params file, params-research.yaml read beside it (default: params.yaml) |" \
            in page["ticketsim validate"]
@@ -53,7 +56,7 @@ def test_a_toy_parser_renders_its_synopsis_defaults_choices_and_escaped_bars():
     verbs.add_parser("list", help="list boxes")
     page = sections(reference_markdown(top))
     assert list(page) == ["toy box pack", "toy list", "Exit codes"]
-    assert "| [`toy box pack`](#toy-box-pack) | pack a \\| b |" in reference_markdown(top)
+    assert "| [`toy box pack`](#toy-box-pack) | pack a \\| b |  |" in reference_markdown(top)   # no GUIDES entry: no link
     assert "```text\ntoy box pack [-h] [--size SIZE] [--mode {fast,slow}] item\n```" in page["toy box pack"]
     assert "| `item` | what to pack |" in page["toy box pack"] and "| `--size SIZE` | how many (default: 3) |" in page["toy box pack"]
     assert "| `--mode {fast,slow}` | default: fast |" in page["toy box pack"]     # a help saying its default: not twice

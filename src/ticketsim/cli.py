@@ -285,6 +285,21 @@ ticketsim commands --markdown > docs/cli.md
 ```
 """
 
+# Where each command is in use: docs/cli.md's links, a page of docs/ and its heading (tests/test_docs_shape.py follows them).
+GUIDES = {
+    "validate": "datasets.md#your-own-tickets", "export": "retraining.md#1-the-labelled-data-under-dvc",
+    "pairs add": "retraining.md#2-add-a-batch-of-labelled-pairs",
+    "feedback export": "retraining.md#feedback-from-the-search-page", "feedback review": "feedback.md",
+    "evaluate": "model.md#a-trained-model-on-any-data", "tune": "tuning.md", "params": "params.md",
+    "encoder install-mpnet": "install.md#other-encoders", "encoder path": "install.md#other-encoders",
+    "select": "tuning.md#choosing-a-configuration-honestly", "curve": "curve.md",
+    "gate": "retraining.md#the-trusted-pairs", "rollback": "retraining.md#3-retrain-gate-promote",
+    "retrain": "retraining.md#two-roads", "search": "search.md#search", "index build": "search.md#the-index",
+    "index add": "search.md#adding-tickets", "index delete": "search.md#updating-and-deleting-tickets",
+    "index sync": "search.md#syncing-with-a-help-desks-export", "index rollback": "search.md#a-damaged-index",
+    "serve": "search.md#the-search-page", "commands": "cli.md",
+}
+
 
 def commands_of(top: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
     """(full name, help, parser) of every command that runs, a subcommand under its full name (`ticketsim index add`)."""
@@ -311,11 +326,17 @@ def argument_row(action: argparse.Action, formatter: argparse.HelpFormatter) -> 
     return f"| `{cell(name)}` | {cell(about)} |"
 
 
+def guide_link(name: str) -> str:
+    """The page where command `name` (`ticketsim index add`) is in use, as a Markdown link; empty where GUIDES has none."""
+    target = GUIDES.get(name.partition(" ")[2])
+    return f"[{target.partition('#')[0]}]({target})" if target else ""
+
+
 def reference_markdown(top: argparse.ArgumentParser) -> str:
     """docs/cli.md: a table of every command, then each one's synopsis and arguments, then the exit codes."""
     commands = list(commands_of(top))
-    lines = [PAGE, "| command | what it does |", "| --- | --- |",
-             *(f"| [`{name}`](#{name.replace(' ', '-')}) | {cell(help)} |" for name, help, _ in commands)]
+    lines = [PAGE, "| command | what it does | in use |", "| --- | --- | --- |",
+             *(f"| [`{name}`](#{name.replace(' ', '-')}) | {cell(help)} | {guide_link(name)} |" for name, help, _ in commands)]
     for name, help, command in commands:
         formatter = argparse.HelpFormatter(name, width=100)     # not the terminal's: the page is the same everywhere
         formatter.add_usage(command.usage, command._actions, command._mutually_exclusive_groups, prefix="")
