@@ -198,7 +198,7 @@ VARIANTS = {  # every channel with learned W and V and a ranking loss (a superse
                                                  "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}, learn=True, loss="pairwise"),
     # the trained branches: F (a tiny encoder built in code) and A (an adapter over S), with L
     "FA": VariantConfig({"F": 0.8, "A": 0.5, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
-    # F and BM25 alone: both towers fine-tuned, an index folded by F
+    # F and BM25 alone: both towers fine-tuned, an index flattened by F
     "FL": VariantConfig({"F": 0.8, "L": 0.5}, {"sub+desc-sub+desc+sol": 0.6, "sub-sub": 0.3}, learn=True, loss="pairwise"),
     # a query tower over S and BM25: a registered model whose query tower `ticketsim retrain` trains alone
     # (training/query_tower.py); its S is the tiny encoder the tower starts from

@@ -38,8 +38,8 @@ from ticketsim.channels.sentence import encode_passages, load_encoder  # noqa: E
 from ticketsim.config import load_params  # noqa: E402
 from ticketsim.model.branches import TransformerBranch  # noqa: E402
 from ticketsim.model.losses import loss_of
-from ticketsim.model.metric import MetricConfig  # noqa: E402
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM  # noqa: E402
+from ticketsim.scoring.weights import MetricConfig  # noqa: E402
 from ticketsim.training.trainer import fit, rescale  # noqa: E402
 
 EQUIPMENT = ["pump", "printer", "laptop", "router", "valve", "compressor", "scanner", "badge reader", "VPN client",

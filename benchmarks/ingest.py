@@ -2,7 +2,7 @@
 every ticket its own texts, none tiled) written to a CSV and indexed by `ticketsim index build` with the bundle as a new
 process (wall, CPU, peak RSS); then `ticketsim index add` of --add more into that index, and a cold `ticketsim search`
 of the result. First, where a ticket's time goes: the build of --profile tickets in this process under cProfile, split
-into channel S (cutting into passages and encoding), the tokens, and the rest (topics, folding, BM25, writing).
+into channel S (cutting into passages and encoding), the tokens, and the rest (topics, flattening, BM25, writing).
 
     python -m benchmarks.ingest [--model models/default/bundle] [--tickets 100000] [--add 1000] [--profile 1000]
 """
@@ -21,7 +21,7 @@ from ticketsim.bundle.loader import Scorer
 from ticketsim.config import SyntheticConfig
 from ticketsim.data.synthetic import generate
 from ticketsim.model.branches import ticket_cost
-from ticketsim.model.metric import metric_of
+from ticketsim.scoring.weights import metric_of
 from ticketsim.search.index import TicketIndex, build_index, model_hash
 
 CLI = [sys.executable, "-m", "ticketsim.cli"]
@@ -47,7 +47,7 @@ def where_time_goes(bundle: Path, n: int, out: Path) -> dict[str, float]:
     found = {name: sum(row[3] for (file, _, function), row in stats.items() if file.endswith(ending) and function == called)
              for (ending, called), name in PARTS.items()}
     total = max(row[3] for row in stats.values())
-    return found | {"the rest: topics, folding, BM25, writing": total - sum(found.values()), "all": total}
+    return found | {"the rest: topics, flattening, BM25, writing": total - sum(found.values()), "all": total}
 
 
 def timed(step: str, done: Cold) -> Cold:
@@ -85,7 +85,7 @@ def main() -> None:
         loaded = TicketIndex.load(index)
         size, dims = len(loaded), loaded.vectors.d
     print(f"\n{args.model}: {scorer.variant.channels} on {len(scorer.variant.levels)} level pair(s), {passes} encoder "
-          f"pass(es) and {dims} folded dims per ticket; load average before: {before}, after: {load_average()}\n")
+          f"pass(es) and {dims} flat dims per ticket; load average before: {before}, after: {load_average()}\n")
     if parts:
         print(f"where the time of an index build goes ({args.profile:,} tickets in this process, cProfile)\n")
         print(table(("part", "s", "share", "s per 1,000 tickets"),

@@ -11,9 +11,9 @@ into the largest index, as a new process.
                                       [--sizes 10000 100000 1000000] [--repeat 3] [--queries 50] [--requests 200]
                                       [--clients 20] [--workers 2] [--add 1000] [--measure 200] [--graph-from 1000000]
 
-The index build (tokens, every channel, folding, topics) is timed on --measure generated tickets through the bundle and
+The index build (tokens, every channel, flattening, topics) is timed on --measure generated tickets through the bundle and
 extrapolated per ticket to each size (said in the output). --tiny builds a tiny bundle here (benchmarks/common.py; AL:
-the registered configuration A+L, 1,920 folded dims; SL: S+L on one level pair, 384 dims, F+L's layout) reading S as
+the registered configuration A+L, 1,920 flat dims; SL: S+L on one level pair, 384 dims, F+L's layout) reading S as
 params' sentence settings do (the encoder's full window: the encoding cost is real), with its query export, and tiles
 the index of those --measure tickets instead of --index. The queries are the synthetic corpus's end-user queries.
 """
@@ -158,7 +158,7 @@ def main() -> None:
         for n in folders:
             shutil.rmtree(folders[n])
         base = TicketIndex.load(source)
-    print(f"\n{bundle} ({'tiny ' + args.tiny if args.tiny else 'given'}; {base.vectors.d} folded dims, {base.vectors.precision}); "
+    print(f"\n{bundle} ({'tiny ' + args.tiny if args.tiny else 'given'}; {base.vectors.d} flat dims, {base.vectors.precision}); "
           f"its index of {len(base):,} tickets tiled; cold search the fastest of {args.repeat} in turns; {args.queries} "
           f"end-user queries; load average before: {before}, after: {load_average()}\n")
     print(table(("tickets", "search", "tiled s", "build s (extrapolated)", "on disk MB", "B/ticket", "cold search s", "CPU s",

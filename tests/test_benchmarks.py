@@ -78,7 +78,7 @@ def test_ingest_splits_a_builds_time_by_part_and_indexes_a_csv_then_adds_to_it(s
     monkeypatch.setattr(sys, "argv", ["ingest", "--model", str(bundle), "--tickets", "30", "--add", "4", "--profile", "8"])
     ingest.main()
     printed = capsys.readouterr().out
-    assert "1 encoder pass(es) and 384 folded dims per ticket" in printed
+    assert "1 encoder pass(es) and 384 flat dims per ticket" in printed
     parts = {line.split(" | ")[0].strip("| "): float(line.split(" | ")[1]) for line in printed.splitlines()
              if line.startswith(("| channel S", "| tokens", "| the rest", "| all"))}
     assert parts["channel S: passages and encoding"] > 0 and parts["tokens"] >= 0      # 8 tickets: tokens in 0.0x s

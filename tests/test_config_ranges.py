@@ -112,7 +112,7 @@ def test_the_names_the_params_are_checked_against_are_the_models():
     from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS
     from ticketsim.config import names
     from ticketsim.model.branches import BRANCHES
-    from ticketsim.model.metric import PAIR_CHANNELS
+    from ticketsim.scoring.weights import PAIR_CHANNELS
 
     assert set(names.CHANNELS) == set(BRANCHES) | set(names.CACHED) | set(PAIR_CHANNELS)
     assert names.QUERY_COMPONENTS == QUERY_COMPONENTS and names.TICKET_COMPONENTS == TICKET_COMPONENTS

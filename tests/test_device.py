@@ -89,7 +89,7 @@ def test_the_fine_tuned_branch_trains_on_cuda_under_bfloat16(tiny_folder):
 
 
 CORE = ("ticketsim.device", "ticketsim.channels.sentence", "ticketsim.channels.encoder_backends", "ticketsim.model.branches",
-        "ticketsim.model.siamese", "ticketsim.model.losses", "ticketsim.model.metric", "ticketsim.training.trainer")
+        "ticketsim.model.siamese", "ticketsim.model.losses", "ticketsim.scoring.fused", "ticketsim.training.trainer")
 ABSENT = ("polars", "mlflow", "dvc", "optuna", "faiss", "gensim", "bm25s", "ruamel")
 
 

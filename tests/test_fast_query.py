@@ -76,8 +76,8 @@ def test_the_export_answers_as_torch_does(exported, search_parts):
 
 def answers_alike(fast: Searcher, through_torch: Searcher, queries: pl.DataFrame) -> None:
     """The two runtimes give the queries the same tokens, vectors (within the export's tolerance), top 10 and reasons."""
-    layout = fast.index.layout
-    (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, layout), through_torch.queries.encode(queries, layout)
+    score = fast.index.score
+    (tokens, vectors), (expected_tokens, expected) = fast.queries.encode(queries, score), through_torch.queries.encode(queries, score)
     assert tokens.equals(expected_tokens)
     # float32 sums in another order: within what the export is checked to, the CPU's kernels decide how close
     assert np.abs(vectors - expected).max() < TOLERANCE * np.abs(expected).max()

@@ -16,9 +16,9 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.protocols import query_means
 from ticketsim.model.branches import BranchStart
 from ticketsim.model.inputs import build_inputs
-from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import build_model, load_model, save_model
 from ticketsim.model.scores import pair_predictor, predict_all, side_channels
+from ticketsim.scoring.weights import metric_of
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.mining import PREFIX, mine
 from ticketsim.training.selection import per_query

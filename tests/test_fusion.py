@@ -9,9 +9,10 @@ from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import idf, lexical_scores
 from ticketsim.config import TrainConfig, VariantConfig
 from ticketsim.model.inputs import Inputs, encode_side, rank_distances, vocabulary_index
-from ticketsim.model.metric import MetricConfig, distance, metric_of
 from ticketsim.model.scores import pair_predictor
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.weights import MetricConfig, metric_of
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.trainer import fit, rescale
 from ticketsim.training.variant import loss_and_groups
@@ -45,12 +46,12 @@ def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():
     q = {"S": {"sub": torch.tensor([[0.0, 1.0], [1.0, 1.0]])}}
     t = {"S": {"sol": torch.tensor([[0.0, 0.0], [2.0, 1.0]])}}
     cfg = MetricConfig(channels={"S": 2.0, "L": 0.5, "R": 0.0}, levels={"sub-sol": 0.5})
-    pair = {"L": torch.tensor([0.2, 1.0])}
-    assert distance(q, t, cfg, pair=pair).tolist() == pytest.approx([0.5 * 2 * 1 + 0.5 * 0.2, 0.5 * 2 * 1 + 0.5 * 1.0])
-    assert distance(q, t, cfg, pool=True, pair={"L": torch.zeros(2, 2)}).shape == (2, 2)
+    score, pair = FusedScore.of(cfg), {"L": torch.tensor([0.2, 1.0])}
+    assert score.total(q, t, pair=pair).tolist() == pytest.approx([0.5 * 2 * 1 + 0.5 * 0.2, 0.5 * 2 * 1 + 0.5 * 1.0])
+    assert score.total(q, t, pool=True, pair={"L": torch.zeros(2, 2)}).shape == (2, 2)
     assert cfg.needs() == ({"S": ("sub",)}, {"S": ("sol",)})    # no vectors for L
     with pytest.raises(ValueError, match="pair channel L"):
-        distance(q, t, cfg)
+        score.total(q, t)
 
 
 def test_rank_distance_is_zero_for_the_first_candidate_and_one_without_a_rank():

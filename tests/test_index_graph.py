@@ -10,11 +10,12 @@ from benchmarks.common import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.config import GraphConfig
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.topk import top_k
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.index import Encoded, TicketIndex, append, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
-from ticketsim.search.topk import top_k
 from ticketsim.search.vectors import TicketVectors
 
 SMALL = GraphConfig(tickets=70, links=8, build_breadth=40, breadth=64)
@@ -72,7 +73,7 @@ def test_the_walk_finds_most_of_the_exact_nearest_and_rescores_them_exactly(tmp_
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, found)])
     assert recall >= 0.95, recall
     order, lexical = rng.permutation(4000), rng.random(4000)
-    rows, totals = top_k(walked, queries[0].astype(np.float64), 10, order, lexical, 0.5)
+    rows, totals = top_k(walked, queries[0].astype(np.float64), 10, order, FusedScore((), {"L": 0.5}), lexical)
     assert np.allclose(totals, np.abs(vectors.array[rows] - queries[0]).sum(1) + 0.5 * lexical[rows], rtol=1e-5)
     assert len(set(rows.tolist())) == 10 and np.all(np.diff(totals) >= 0)
     assert GraphVectors.load(tmp_path / "none", vectors, GraphConfig()) is None

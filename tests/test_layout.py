@@ -15,7 +15,7 @@ PACKAGE = REPO / "src" / "ticketsim"
 # workflows/ the top floor below the roof, stage.py and cli.py.
 FLOORS = [
     {"errors", "config", "threads", "device", "side_by_side"},
-    {"data"}, {"text"}, {"channels"}, {"model"}, {"evaluate"}, {"bundle"}, {"search"}, {"lifecycle"}, {"training"},
+    {"data"}, {"text"}, {"channels"}, {"scoring"}, {"model"}, {"evaluate"}, {"bundle"}, {"search"}, {"lifecycle"}, {"training"},
     {"tuning"}, {"app"},
     {"workflows"},
     {"stage", "cli"},

@@ -48,9 +48,9 @@ from ticketsim.lifecycle.tracking import URI_VARIABLE, stage_run
 from ticketsim.lifecycle.trusted import freeze
 from ticketsim.model.branches import BranchStart, query_tower_refusal
 from ticketsim.model.inputs import build_inputs
-from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import ENCODER, build_model, load_model, save_model
 from ticketsim.model.scores import side_channels
+from ticketsim.scoring.weights import metric_of
 from ticketsim.search.index import TICKETS, VECTORS, IndexMismatch, TicketIndex, build_index, model_hash, reuse_index
 from ticketsim.search.queries import ExportedQueries, query_encoder
 from ticketsim.search.searcher import Searcher

@@ -1,22 +1,20 @@
-"""Search (issue 15): the folded index is exact, top-k and scores equal the model's own pool scores for every ticket
+"""Search (issue 15): the index of flat vectors is exact, top-k and scores equal the model's own pool scores for every ticket
 with the lexical channel on and off, tickets are added without a rebuild, and bad input gets a clear answer."""
 import numpy as np
 import polars as pl
 import pytest
-import torch
 from benchmarks.common import make_bundle
 
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.sentence import sentence_channel
 from ticketsim.data.tables import QUERY_SCHEMA
 from ticketsim.data.validate import DataError
-from ticketsim.model.metric import MetricConfig, distance
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.topk import top_k
 from ticketsim.search import vectors as vectors_module
-from ticketsim.search.fold import blocks, fold
 from ticketsim.search.index import IndexMismatch, TicketIndex, add_tickets, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
-from ticketsim.search.topk import top_k
 from ticketsim.search.vectors import TicketVectors
 
 
@@ -30,7 +28,7 @@ def searchers(parts, tmp_path_factory):     # a minute or more with channel S: i
     """variant -> (bundle, scorer, searcher over every ticket, the model's own pool matrix, channel S of the corpus).
 
     The index takes S from the model's own pass (as the index stage takes the sentence_encoder stage's S.npz): encoding
-    is the slow part, and the pool matrix checks that a cached S folds to the same scores as a recomputed one."""
+    is the slow part, and the pool matrix checks that a cached S flattens to the same scores as a recomputed one."""
     root, built = tmp_path_factory.mktemp("bundles"), {}
     for variant in ("all", "22", "FA"):
         bundle = make_bundle(root / variant, parts, variant)
@@ -46,20 +44,6 @@ def searchers(parts, tmp_path_factory):     # a minute or more with channel S: i
 def ranked(values: np.ndarray, ids: tuple[str, ...]) -> list[str]:
     """Ticket ids best first, equal scores by id: ScoreMatrix.top_k's order."""
     return [ids[j] for j in np.lexsort((np.asarray(ids), -values))]
-
-
-def test_folding_turns_the_weighted_level_sum_into_one_l1_distance():
-    g = torch.Generator().manual_seed(0)
-    q = {c: {p: torch.randn(4, d, generator=g) for p in ("sub", "desc")} for c, d in (("h", 3), ("E", 5))}
-    t = {c: {p: torch.randn(6, d, generator=g) for p in ("sub", "desc", "sol")} for c, d in (("h", 3), ("E", 5))}
-    metric = MetricConfig({"h": 0.7, "E": 0.3, "L": 0.5}, {"sub-sub": 0.3, "sub-sol": 0.2, "desc-sol": 0.5, "desc-desc": 0.0})
-    layout = blocks(metric)
-    assert len(layout) == 3 * 2 and all(b.channel != "L" for b in layout)    # zero V and pair channels take no block
-    folded = torch.cdist(torch.from_numpy(fold(q, layout, "queries")), torch.from_numpy(fold(t, layout, "tickets")), p=1)
-    expected = distance(q, t, MetricConfig({"h": 0.7, "E": 0.3}, metric.levels), pool=True)
-    assert torch.allclose(folded.float(), expected, atol=1e-4)
-    with pytest.raises(ValueError, match="cosine distance, which does not fold"):
-        blocks(MetricConfig({"h": 1.0}, {"sub-sub": 1.0}, distance="cosine"))
 
 
 @pytest.mark.parametrize(("precision", "torch_from"), [("float32", 0), ("float16", 0), ("float16", 2**40)])
@@ -79,7 +63,7 @@ def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lex
         dense = np.abs(vectors.astype(np.float64) - query).sum(1)
         if i % 2:   # the words disagree with the meaning: the 100 densest share no word, so the first scan is too short
             lexical = np.where(np.argsort(np.argsort(dense)) < 100, 1.0, rng.random(300) / 10)
-        rows, totals = top_k(index, query, k, order, lexical, lexical_weight)
+        rows, totals = top_k(index, query, k, order, FusedScore((), {"L": lexical_weight} if lexical_weight else {}), lexical)
         brute = dense + lexical_weight * lexical
         best = np.lexsort((order, brute))[:k]
         assert rows.tolist() == best.tolist() and np.allclose(totals, brute[best])
@@ -92,7 +76,7 @@ def test_top_k_and_scores_from_the_index_equal_the_models_own_pool_scores_for_ev
     dense-only optimum; 'FA' the trained branches: the fine-tuned encoder F (loaded from the bundle's folder) and the
     adapter A over S."""
     _, scorer, searcher, matrix, _ = searchers[variant]
-    assert bool(searcher.index.layout.lexical_weight) == (variant != "22")
+    assert bool(searcher.index.score.lexical_weight) == (variant != "22")
     queries, n = parts.corpus.queries, len(matrix.ticket_ids)
     for k in (n, 3):    # every ticket in order; the top 3 (fewer candidates than tickets: the threshold algorithm stops early)
         for answer, values in zip(searcher.search(queries, k), matrix.values):

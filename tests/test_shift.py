@@ -159,7 +159,7 @@ def test_a_cheaper_configuration_as_good_as_the_best_everywhere_is_chosen_and_on
 
 def test_a_tickets_cost_counts_encoder_passes_and_level_blocks():
     from ticketsim.model.branches import cached_components, ticket_cost
-    from ticketsim.model.metric import metric_of
+    from ticketsim.scoring.weights import metric_of
 
     five = {"sub-sub": 0.2, "desc-desc": 0.2, "sub+desc-sub+desc": 0.3, "sub+desc-sub+desc+sol": 0.3, "sub-sub+desc+sol": 0.2}
     adapter = metric_of(VariantConfig({"A": 5.0, "L": 0.5}, five))

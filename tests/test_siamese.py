@@ -11,8 +11,8 @@ import torch
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.config import TrainConfig
 from ticketsim.model.inputs import encode_side, vocabulary_index
-from ticketsim.model.metric import MetricConfig
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM, Texts
+from ticketsim.scoring.weights import MetricConfig
 from ticketsim.training.trainer import fit, rescale
 
 WORDS = ["pump", "leak", "motor", "hot", "valve", "stuck", "fan", "noise", "plc", "offline"]

@@ -34,10 +34,10 @@ from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.branches import cached_components
 from ticketsim.model.inputs import Inputs, build_inputs, scaled
-from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import ENCODER, WEIGHTS, load_model
 from ticketsim.model.scores import pair_values, pool_values
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.scoring.weights import metric_of
 from ticketsim.text.tokenize import Tokens, make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ folder sentence.model names). ray is imported here alone: the encoder and the se
 
 The same vectors as encode_local, to the bit, on the same device: a row of the dataset is one batch of the local path
 (the passages in passage_order, cut every batch_size), so each passage is encoded beside the same others by the same
-function on as many threads. Cutting texts into passages, pooling and folding stay in the calling process (docs/scale.md).
+function on as many threads. Cutting texts into passages, pooling and flattening stay in the calling process (docs/scale.md).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 from ticketsim.config.coerce import ConfigError
 from ticketsim.config.schema import Params
 
-# The model's channels (ticketsim.model.branches.BRANCHES, the cached channels, ticketsim.model.metric.PAIR_CHANNELS)
+# The model's channels (ticketsim.model.branches.BRANCHES, the cached channels, ticketsim.scoring.weights.PAIR_CHANNELS)
 # and components (ticketsim.channels.cache), named here so that reading the params imports no model: tests/
 # test_config_ranges.py holds them equal.
 CHANNELS = ("h", "E", "T", "S", "A", "F", "Fq", "L", "R")

@@ -9,6 +9,8 @@ from ticketsim.channels.lexical import lexical_scores
 from ticketsim.config import BM25Config, EvaluationConfig
 from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.evaluate.suite import evaluate_method
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.weights import MetricConfig
 from ticketsim.text.tokenize import Tokens
 
 
@@ -31,13 +33,11 @@ def channel_matrix(vectors: ChannelVectors, level: str, kind: str = "l1") -> Sco
     The matrix holds -d, which orders and calibrates exactly as g does but does not underflow to 0
     when long texts are far apart.
     """
-    import torch  # BM25 alone (the rows stage's baselines) needs neither torch nor the metric
+    import torch  # BM25 alone (the rows stage's baselines) needs no torch
 
-    from ticketsim.model.metric import MetricConfig, distance
-
-    cfg = MetricConfig(channels={vectors.channel: 1.0}, levels={level: 1.0}, distance=kind)
+    score = FusedScore.of(MetricConfig(channels={vectors.channel: 1.0}, levels={level: 1.0}, distance=kind))
     as_tensors = lambda side: {vectors.channel: {c: torch.from_numpy(v).double() for c, v in side.items()}}  # noqa: E731
-    values = -distance(as_tensors(vectors.queries), as_tensors(vectors.tickets), cfg, pool=True)
+    values = -score.total(as_tensors(vectors.queries), as_tensors(vectors.tickets), pool=True)
     return ScoreMatrix(vectors.query_ids, vectors.ticket_ids, values.numpy())
 
 

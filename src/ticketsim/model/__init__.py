@@ -1,1 +1,1 @@
-"""Models: the similarity metric shared by every row of the paper's Table 5, and the networks that feed it."""
+"""Models: the networks that feed the fused score (scoring/fused.py) shared by every row of the paper's Table 5."""

@@ -28,7 +28,7 @@ from ticketsim.config import (
     SentenceConfig,
 )
 from ticketsim.device import inference_precision, resolve_device, training_precision
-from ticketsim.model.metric import PAIR_CHANNELS, MetricConfig
+from ticketsim.scoring.weights import PAIR_CHANNELS, MetricConfig
 
 
 @dataclass(frozen=True, eq=False)

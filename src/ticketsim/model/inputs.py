@@ -16,8 +16,9 @@ from ticketsim.config import (
 )
 from ticketsim.data.tables import Corpus
 from ticketsim.model.branches import BRANCHES
-from ticketsim.model.metric import MetricConfig, PairDistances
 from ticketsim.model.siamese import Side, Texts
+from ticketsim.scoring.fused import PairDistances
+from ticketsim.scoring.weights import MetricConfig
 from ticketsim.text.tokenize import Tokens
 
 PAD = 0

@@ -16,8 +16,8 @@ from ticketsim.config import (
     VariantConfig,
 )
 from ticketsim.model.branches import BRANCHES, STARTED, BranchStart
-from ticketsim.model.metric import metric_of
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.scoring.weights import metric_of
 
 
 def build_branches(variant: VariantConfig, start: BranchStart | None, own: bool = False) -> dict[str, torch.nn.Module]:

@@ -10,8 +10,9 @@ import torch
 from ticketsim.model.branches import BRANCHES
 from ticketsim.model.inputs import Encoded, Inputs
 from ticketsim.model.losses import InBatch
-from ticketsim.model.metric import MetricConfig, similarity
 from ticketsim.model.siamese import SiameseLSTM
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.weights import MetricConfig
 
 
 def pair_predictor(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame,
@@ -53,8 +54,8 @@ def fixed_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig) -> Ca
     pair = inputs.pair_distances(metric)
     q_vectors = side_channels(model, inputs.queries, needs_q)
     t_vectors = side_channels(model, inputs.tickets, needs_t, tickets=True)
-    return lambda q, t: similarity(taken(q_vectors, q, torch.float32), taken(t_vectors, t, torch.float32), model.metric(metric),
-                                   pool=True, pair={c: d[q][:, t] for c, d in pair.items()})
+    return lambda q, t: FusedScore.of(model.metric(metric)).similarity(    # the learned W and V of this step
+        taken(q_vectors, q, torch.float32), taken(t_vectors, t, torch.float32), pool=True, pair={c: d[q][:, t] for c, d in pair.items()})
 
 
 def taken(vectors: dict[str, dict[str, torch.Tensor]], rows: torch.Tensor, dtype: torch.dtype) -> dict[str, dict[str, torch.Tensor]]:
@@ -76,17 +77,18 @@ def pair_values(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric:
     needs_q, needs_t = metric.needs()
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
     queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t, tickets=True)
-    return similarity(taken(queries, q_rows, torch.float64), taken(tickets, t_rows, torch.float64), model.metric(metric),
-                      pair={c: d.double() for c, d in inputs.pair_distances(metric, pairs).items()}).numpy()
+    score = FusedScore.of(model.metric(metric))
+    return score.similarity(taken(queries, q_rows, torch.float64), taken(tickets, t_rows, torch.float64),
+                            pair={c: d.double() for c, d in inputs.pair_distances(metric, pairs).items()}).numpy()
 
 
 @torch.no_grad()
 def pool_values(model: SiameseLSTM, inputs: Inputs, metric: MetricConfig, batch_size: int = 256) -> np.ndarray:
     """g of every query (rows) against every ticket (columns) of the pool (channels computed once per text, in eval mode)."""
     needs_q, needs_t = metric.needs()
-    values = similarity(side_channels(model, inputs.queries, needs_q, batch_size),
-                        side_channels(model, inputs.tickets, needs_t, batch_size, tickets=True), model.metric(metric), pool=True,
-                        pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
+    values = FusedScore.of(model.metric(metric)).similarity(
+        side_channels(model, inputs.queries, needs_q, batch_size), side_channels(model, inputs.tickets, needs_t, batch_size, tickets=True),
+        pool=True, pair={c: d.double() for c, d in inputs.pair_distances(metric).items()})
     return values.numpy()
 
 

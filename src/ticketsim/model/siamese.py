@@ -1,7 +1,7 @@
 """The Replicated Siamese network: one LSTM shared by every text branch gives channel h, and further trained branches
 (model/branches.py: the fine-tuned encoder F, the adapter A) give theirs, each one set of weights for every component on
-both sides; the metric mixes them with the cached channels (E, T, S) and the pair channels (L, R), by fixed weights or
-by weights it learns."""
+both sides; the fused score (scoring/fused.py) mixes them with the cached channels (E, T, S) and the pair channels (L, R),
+by fixed weights or by weights it learns."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
@@ -13,7 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ticketsim.model.branches import QueryTower
-from ticketsim.model.metric import MetricConfig, PairDistances, similarity
+from ticketsim.scoring.fused import FusedScore, PairDistances
+from ticketsim.scoring.weights import MetricConfig
 
 
 @dataclass(frozen=True)
@@ -108,5 +109,6 @@ class SiameseLSTM(nn.Module):
                 pair: PairDistances | None = None, only: Collection[str] | None = None) -> torch.Tensor:
         """g for paired rows (n,), or for every query against every ticket (n_q, n_t) with pool=True; only: of these
         channels alone (None: every one weighed)."""
-        return similarity(self.channels(queries), self.channels(tickets, tickets=True), self.metric(metric), pool, pair,
-                          only)
+        score = FusedScore.of(self.metric(metric))
+        return (score if only is None else score.only(only)).similarity(self.channels(queries), self.channels(tickets, tickets=True),
+                                                                        pool, pair)

@@ -1,8 +1,8 @@
-"""The approximate nearest-ticket graph of a large index: FAISS's HNSW over the folded vectors under L1, one file per
+"""The approximate nearest-ticket graph of a large index: FAISS's HNSW over the flat ticket vectors under L1, one file per
 generation (graph.faiss), walked by a search instead of a scan of every ticket.
 
 An exact search reads every vector once per query: 190 ms at a million tickets on 2 cores (docs/scale.md). From
-`index.graph.tickets` tickets on (GraphConfig) a generation keeps an HNSW graph, and the search (search/topk.py) takes
+`index.graph.tickets` tickets on (GraphConfig) a generation keeps an HNSW graph, and the search (scoring/topk.py) takes
 its dense candidates from a walk of the graph, then rescores them exactly from vectors.npy with BM25 as before: a ticket
 is lost only where the walk misses it (recall@10 against the exact search: `benchmarks.approximate`). An addition loads
 the graph of the generation in force, links the new tickets into it and writes it to the next generation; the first

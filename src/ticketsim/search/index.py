@@ -3,7 +3,7 @@
 whose every file is written once and memory-mapped when it loads, so opening costs nothing per ticket and the page's
 workers share one copy of it in the page cache:
 
-- vectors.npy: the tickets' folded vectors (float32, or float16 at half the bytes), searched exactly under L1
+- vectors.npy: the tickets' flat vectors (scoring/fused.py; float32, or float16 at half the bytes), searched exactly under L1
   (search/vectors.py);
 - graph.faiss, in an index of index.graph.tickets tickets or more: the vectors' HNSW graph, which a search walks for
   its dense candidates instead of scanning them all (search/graph.py);
@@ -11,8 +11,8 @@ workers share one copy of it in the page cache:
 - BM25's postings and lengths (search/postings.py), from which channel L and every idf follow;
 - the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
 - the reason topics' word co-occurrence counts, from which their coherence follows;
-- manifest.json, the generation manifest: the layout, the scales, and the hash of the bundle whose weights folded the
-  vectors, so that a search with other weights is refused instead of answering wrongly.
+- manifest.json, the generation manifest: the score's layout (FusedScore.layout), the scales, and the hash of the bundle
+  whose weights flattened the vectors, so that a search with other weights is refused instead of answering wrongly.
 
 Adding tickets writes the next generation: the vectors, tickets and counts of the one in force followed by the new
 ones'. Counts add up, so BM25 and the coherence after an addition are exactly those of a rebuild.
@@ -39,9 +39,9 @@ from ticketsim.config import BM25Config, EncodeConfig, GraphConfig, IndexConfig,
 from ticketsim.data.tables import FACETS, TICKET_FIELDS, TICKET_SCHEMA
 from ticketsim.data.validate import ORIGIN, DataError
 from ticketsim.errors import StepError
+from ticketsim.scoring.fused import FusedScore
 from ticketsim.search.damage import Damaged, one_line, opened, whole
-from ticketsim.search.encode import Layout, fold_side, one_side
-from ticketsim.search.fold import Block
+from ticketsim.search.encode import flat_side, one_side, search_score
 from ticketsim.search.generations import (
     POINTER,
     current,
@@ -73,7 +73,7 @@ SHOWN = ("ticket_id", "subject", "description", "solution", "topics")   # what a
 
 
 class IndexMismatch(StepError):
-    """An index whose vectors were folded with other weights than the bundle's."""
+    """An index whose vectors were flattened with other weights than the bundle's."""
 
 
 def model_hash(bundle: str | Path) -> str:
@@ -184,7 +184,7 @@ def rollback(directory: str | Path) -> tuple[TicketIndex, str]:
 
 
 def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
-    """IndexMismatch unless the index at `where` was folded with the weights of `bundle`."""
+    """IndexMismatch unless the index at `where` was flattened with the weights of `bundle`."""
     if scorer_hash != index_hash:
         raise IndexMismatch(
             f"{where} was built with other model weights (bundle hash {index_hash[:12]}) than {bundle} "
@@ -199,7 +199,7 @@ def read_arrow(path: Path) -> pa.Table:
 
 @dataclass(frozen=True, eq=False)
 class Encoded:
-    """New tickets as an index stores them: folded vectors (float32) and the tickets table (TICKET_SCHEMA + tokens +
+    """New tickets as an index stores them: flat vectors (float32) and the tickets table (TICKET_SCHEMA + tokens +
     topics), not yet in any index."""
 
     vectors: np.ndarray
@@ -223,7 +223,7 @@ class TicketIndex:
     folder: Path                # the index folder
     generation: Path            # the generation loaded
     model_hash: str
-    layout: Layout
+    score: FusedScore           # the bundle's weights in force, as the vectors were flattened with them
     vectors: TicketVectors
     table: pa.Table             # tickets.arrow, mapped
     topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
@@ -267,8 +267,7 @@ class TicketIndex:
         at = number(generation)
         whole(mapped_files(generation), [generation / TICKETS], at)
         try:
-            folded = manifest["layout"]
-            layout = Layout(tuple(Block(**b) for b in folded["blocks"]), folded["lexical_weight"], folded["constant"])
+            score = FusedScore.from_layout(manifest["layout"])
             bm25, graph = BM25Config(**manifest["bm25"]), GraphConfig(**manifest.get("graph", {}))
             scale = tuple(np.asarray(part, dtype=np.float32) for part in manifest["topic_scale"])
             model, coherence, words = manifest["model_hash"], manifest["coherence"], tuple(manifest["topic_words"])
@@ -280,7 +279,7 @@ class TicketIndex:
             return opened(generation / name, at, lambda: load(generation / name))
 
         vectors, mapped = read(VECTORS, TicketVectors.load), partial(np.load, mmap_mode="r")
-        index = cls(directory, generation, model, layout, vectors, read(TICKETS, read_arrow), scale, bm25, coherence,
+        index = cls(directory, generation, model, score, vectors, read(TICKETS, read_arrow), scale, bm25, coherence,
                     opened(generation, at, lambda: Postings.load(generation, bm25.k1, bm25.b)), read(IDS, SortedStrings.load),
                     read(BY_ID, mapped), read(ORDER, mapped), words, read(COOCCURRENCE, np.load), graph,
                     read(GRAPH, lambda _: GraphVectors.load(generation, vectors, graph)))
@@ -354,16 +353,15 @@ class TicketIndex:
         check_hash(self.model_hash, scorer_hash, bundle, where)
 
     def generation_manifest(self) -> dict:
-        return generation_manifest_of(self.model_hash, self.layout, self.topic_scale, self.bm25, self.coherence, self.topic_words,
+        return generation_manifest_of(self.model_hash, self.score, self.topic_scale, self.bm25, self.coherence, self.topic_words,
                                       self.graph_config)
 
 
-def generation_manifest_of(bundle_hash: str, layout: Layout, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
+def generation_manifest_of(bundle_hash: str, score: FusedScore, topic_scale: tuple[np.ndarray, np.ndarray], bm25: BM25Config,
                 coherence: float, topic_words: Sequence[str], graph: GraphConfig) -> dict:
     """What a generation's manifest says beside its size (write_generation adds tickets, dim and precision)."""
     return {"format": FORMAT, "model_hash": bundle_hash,
-            "layout": {"blocks": [asdict(b) for b in layout.blocks], "lexical_weight": layout.lexical_weight,
-                       "constant": layout.constant},
+            "layout": score.layout(),
             "topic_scale": [part.tolist() for part in topic_scale], "bm25": asdict(bm25), "coherence": coherence,
             "topic_words": list(topic_words), "graph": asdict(graph)}
 
@@ -409,7 +407,7 @@ def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[Chan
     from ticketsim.channels.ray_encode import ray_encoding
     from ticketsim.channels.sentence import sentence_channel
     from ticketsim.model.branches import cached_components
-    from ticketsim.model.metric import metric_of
+    from ticketsim.scoring.weights import metric_of
 
     encode = ray_encoding(scorer.sentence)      # refuses first where ray is missing, whatever the variant reads
     parts = cached_components(metric_of(scorer.variant), "S")
@@ -419,10 +417,10 @@ def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[Chan
                                       ((), parts[1]))[0]]
 
 
-def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
+def encoded_tickets(scorer: Scorer, score: FusedScore, tickets: pl.DataFrame, topic_scale: tuple[np.ndarray, np.ndarray] | None,
                     cached: Sequence[ChannelVectors] = (), engine: str = EncodeConfig.engine
                     ) -> tuple[np.ndarray, pl.DataFrame, tuple[np.ndarray, np.ndarray]]:
-    """(folded vectors float32, the tickets (and their FACETS) with their parts' tokens and standardized topics, the
+    """(flat vectors float32, the tickets (and their FACETS) with their parts' tokens and standardized topics, the
     mean and std used), CHUNK tickets at a time. topic_scale None: these tickets' own (a new index). cached: as Scorer.encode; engine:
     encode.engine."""
     facets = tickets.select([c for c in FACETS if c in tickets.columns]).cast(pl.String)
@@ -430,8 +428,8 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
     cached = engine_channels(scorer, tickets, cached, engine)
     vectors, parts, activity, topics = [], [], [], ReasonTopics.of(scorer.topics)
     for start in range(0, tickets.height, CHUNK):
-        tokens, folded = fold_side(scorer, layout, tickets.slice(start, CHUNK), "tickets", cached)
-        vectors.append(folded.astype(np.float32))
+        tokens, flat = flat_side(scorer, score, tickets.slice(start, CHUNK), "tickets", cached)
+        vectors.append(flat.astype(np.float32))
         parts.append(tokens.select(tokens=pl.struct(list(TICKET_FIELDS))))
         activity.append(topics.activity(component_tokens(tokens, TICKET_LEVEL)))
     activity = np.concatenate(activity)
@@ -442,20 +440,20 @@ def encoded_tickets(scorer: Scorer, layout: Layout, tickets: pl.DataFrame, topic
 
 
 def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str | Path, probe: int = 8) -> TicketIndex:
-    """The index at `index` for `bundle` (loaded: `scorer`), whose ticket side folded it: a query-tower retrain's
+    """The index at `index` for `bundle` (loaded: `scorer`), whose ticket side flattened it: a query-tower retrain's
     (docs/retraining.md#two-roads). The generation in force is copied byte for byte into a new index at `out` whose
-    manifest names the new bundle and its weights in force; IndexMismatch unless the bundle folds the first `probe`
+    manifest names the new bundle and its weights in force; IndexMismatch unless the bundle flattens the first `probe`
     tickets to the vectors stored for them."""
     reused = TicketIndex.load(index)
-    layout = Layout.of(scorer)
+    score = search_score(scorer)
     stored = np.asarray(reused.vectors.array[:probe], dtype=np.float32)
-    folded, _, _ = encoded_tickets(scorer, layout, reused.tickets.head(probe).select(list(TICKET_SCHEMA)), reused.topic_scale)
-    if folded.shape != stored.shape or not np.allclose(folded, stored, rtol=1e-3, atol=1e-5):
-        raise IndexMismatch(f"{bundle} folds the tickets of {index} otherwise than the model that built it (another ticket "
+    flat, _, _ = encoded_tickets(scorer, score, reused.tickets.head(probe).select(list(TICKET_SCHEMA)), reused.topic_scale)
+    if flat.shape != stored.shape or not np.allclose(flat, stored, rtol=1e-3, atol=1e-5):
+        raise IndexMismatch(f"{bundle} flattens the tickets of {index} otherwise than the model that built it (another ticket "
                             f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
     with next_generation(out, tree_bytes(reused.generation)) as (_, scratch):
         shutil.copytree(reused.generation, scratch, dirs_exist_ok=True)
-        reused.model_hash, reused.layout = model_hash(bundle), layout
+        reused.model_hash, reused.score = model_hash(bundle), score
         manifest = scratch / GENERATION_MANIFEST
         manifest.write_text(json.dumps({**json.loads(manifest.read_text()), **reused.generation_manifest()}) + "\n")
     return TicketIndex.load(out)
@@ -464,7 +462,7 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
 def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: str | Path, cached: Sequence[ChannelVectors] = (),
                 coherence: float = TopicsConfig.coherence, precision: Precision = IndexConfig.precision,
                 engine: str = EncodeConfig.engine, force: bool = False, graph: GraphConfig = IndexConfig.graph) -> TicketIndex:
-    """An L1 index of every ticket at `out`, folded with the bundle's weights in force; cached: as Scorer.encode;
+    """An L1 index of every ticket at `out`, flattened with the bundle's weights in force; cached: as Scorer.encode;
     engine: where S is encoded (encode.engine); coherence: the NPMI a topic needs for a reason to name it
     (topics.coherence); graph: from what size the index keeps an approximate graph (index.graph; below it the search is
     exact); precision: of the stored vectors. float16 halves the bytes but reorders near-ties (the registered bundle's
@@ -475,11 +473,11 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     refuse_existing(out, force)
     writable(out)
     room(Path(out), needs(None, tickets), Path(out) / next_name(Path(out)))    # the texts' part, before the encoding
-    layout = Layout.of(scorer)
-    vectors, frame, topic_scale = encoded_tickets(scorer, layout, tickets, None, cached, engine)
+    score = search_score(scorer)
+    vectors, frame, topic_scale = encoded_tickets(scorer, score, tickets, None, cached, engine)
     new = Encoded(vectors, frame)
     documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
-    manifest = generation_manifest_of(bundle_hash, layout, topic_scale, scorer.bm25, coherence, words, graph)
+    manifest = generation_manifest_of(bundle_hash, score, topic_scale, scorer.bm25, coherence, words, graph)
     with next_generation(out, needs(None, tickets, vectors.size * np.dtype(precision).itemsize)) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
         write_generation(scratch, manifest, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
@@ -524,7 +522,7 @@ def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, ticke
     if not upsert:
         refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
     room(Path(directory), needs(index, tickets), Path(directory) / next_name(Path(directory)))   # before minutes of encoding
-    vectors, frame, _ = encoded_tickets(scorer, index.layout, tickets, index.topic_scale, engine=engine)
+    vectors, frame, _ = encoded_tickets(scorer, index.score, tickets, index.topic_scale, engine=engine)
     return frame.height, append(directory, bundle_hash, Encoded(vectors, frame),
                                 tickets[ORIGIN] if ORIGIN in tickets.columns else None, upsert=upsert)
 

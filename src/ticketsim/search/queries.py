@@ -1,4 +1,4 @@
-"""A search's queries through a bundle: each query's tokens and folded vector, and what its reasons read (the reason
+"""A search's queries through a bundle: each query's tokens and flat vector, and what its reasons read (the reason
 model's topics, the calibrator). The one place that encodes a query for `ticketsim search`, the page and the served model.
 
 Two runtimes to the same vectors:
@@ -24,13 +24,14 @@ from ticketsim.channels.cache import component_strings
 from ticketsim.channels.onnx_encoder import OnnxEncoder, kept_export
 from ticketsim.config import TextConfig, build
 from ticketsim.evaluate.calibrate import CALIBRATOR, Calibrator
-from ticketsim.search.encode import Layout, fold_side, one_side
-from ticketsim.search.fold import fold
+from ticketsim.scoring.weights import metric_of
+from ticketsim.search.encode import flat_side, one_side
 from ticketsim.search.reasons import ReasonTopics
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
     from ticketsim.bundle.loader import Scorer
+    from ticketsim.scoring.fused import FusedScore
 
 QUERY = "query"                     # the export's folder inside the bundle
 ENCODER, ADAPTER, TOPICS = "encoder", "adapter.npz", "topics.npz"
@@ -46,8 +47,8 @@ class QueryEncoder(Protocol):
     topics: ReasonTopics
     runtime: str                    # 'exported' or 'torch': said by the benchmarks and the docs' figures
 
-    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
-        """(the queries' tokens, their folded vectors (n, dim) float64)."""
+    def encode(self, queries: pl.DataFrame, score: FusedScore) -> tuple[pl.DataFrame, np.ndarray]:
+        """(the queries' tokens, their flat vectors (n, dim) float64)."""
 
     @property
     def scorer(self) -> Scorer:
@@ -63,8 +64,8 @@ class ScorerQueries:
         self.scorer, self.text, self.calibrator = scorer, scorer.text, scorer.calibrator
         self.topics = ReasonTopics.of(scorer.topics)
 
-    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
-        return fold_side(self.scorer, layout, queries, "queries")
+    def encode(self, queries: pl.DataFrame, score: FusedScore) -> tuple[pl.DataFrame, np.ndarray]:
+        return flat_side(self.scorer, score, queries, "queries")
 
 
 class ExportedQueries:
@@ -92,14 +93,14 @@ class ExportedQueries:
 
         return Scorer.load(self.bundle)
 
-    def encode(self, queries: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, np.ndarray]:
+    def encode(self, queries: pl.DataFrame, score: FusedScore) -> tuple[pl.DataFrame, np.ndarray]:
         corpus = one_side(queries, "queries")
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False).queries
-        strings = {c: component_strings(corpus.queries, c) for c in {block.query for block in layout.blocks}}
+        strings = {c: component_strings(corpus.queries, c) for c in {block.query for block in score.blocks}}
         vectors = {channel: {c: encoder.encode(texts) / self.scale for c, texts in strings.items()}
                    for channel, encoder in self.encoders.items()}
         vectors |= {channel: {c: x + x @ matrix for c, x in vectors["S"].items()} for channel, matrix in self.adapter.items()}
-        return tokens, fold(vectors, layout.blocks, "queries")
+        return tokens, score.flatten(vectors, "queries")
 
 
 def query_encoder(bundle: str | Path, scorer: Scorer | None = None) -> QueryEncoder:
@@ -122,7 +123,6 @@ def export_queries(bundle: str | Path, scorer: Scorer | None = None) -> str | No
     the bundle's, when loaded already (the export leaves it as it is)."""
     from ticketsim.bundle.loader import Scorer
     from ticketsim.model.branches import BRANCHES, reads
-    from ticketsim.model.metric import metric_of
 
     bundle = Path(bundle)
     folder, scratch = bundle / QUERY, bundle.parent / f".{bundle.name}-{QUERY}"

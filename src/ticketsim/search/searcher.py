@@ -2,7 +2,8 @@
 similarity (calibrated 1-5 where the model has a calibration, else the raw g) and the reasons for each.
 
 One Searcher serves the command line, the MLflow model and the web page: a bundle (the model, its queries read by
-search/queries.py) and a TicketIndex whose vectors that bundle's weights folded (checked by hash when it loads).
+search/queries.py) and a TicketIndex whose vectors that bundle's weights flattened (checked by hash when it loads): the
+score of each hit is the bundle's fused score g (scoring/fused.py), its top k exact (scoring/topk.py).
 """
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from ticketsim.channels.cache import component_tokens
 from ticketsim.channels.lexical import QUERY_LEVEL
 from ticketsim.data.tables import QUERY_FIELDS, QUERY_SCHEMA
 from ticketsim.data.validate import DataError, shorten
+from ticketsim.scoring.topk import top_k, top_k_within
 from ticketsim.search.encode import one_side
 from ticketsim.search.generations import current
 from ticketsim.search.index import TicketIndex, check_hash, check_whole, model_hash, read_generation_manifest
 from ticketsim.search.queries import QueryEncoder, query_encoder
 from ticketsim.search.reasons import part_phrases, reasons, similarity_labels, standardized
-from ticketsim.search.topk import top_k, top_k_within
 from ticketsim.text.stopwords import is_topical
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
@@ -105,7 +106,7 @@ def clip(text: str, width: int) -> str:
 
 class Searcher:
     def __init__(self, queries: QueryEncoder, index: TicketIndex, bundle: str | Path, where: str | Path = "the index"):
-        """`queries`: query_encoder(bundle). Refuses an index folded with other weights than the bundle's (IndexMismatch)."""
+        """`queries`: query_encoder(bundle). Refuses an index flattened with other weights than the bundle's (IndexMismatch)."""
         self.queries, self.bundle, self.bundle_hash, self.where = queries, bundle, model_hash(bundle), where
         # Each ticket's phrases, once per process for the tickets found most (cleared when another generation loads).
         self.ticket_phrases = lru_cache(maxsize=PHRASES_CACHED)(lambda row: part_phrases(self.index.tokens(row)))
@@ -141,16 +142,16 @@ class Searcher:
             problems.append(f"k = {k}: ask for at least 1 ticket")
         if problems:
             raise DataError(problems)
-        layout, index = self.index.layout, self.index
-        tokens, folded = self.queries.encode(queries, layout)
+        score, index = self.index.score, self.index
+        tokens, flat = self.queries.encode(queries, score)
         words, parts = component_tokens(tokens, QUERY_LEVEL), [part_phrases(p) for p in tokens.select(QUERY_FIELDS).to_dicts()]
         query_topics = standardized(self.queries.topics.activity(words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
-            lexical = index.postings.distances(words[i]) if layout.lexical_weight else None
-            rows, totals = top_k(index.nearest, folded[i], k, index.order, lexical, layout.lexical_weight) if within is None \
-                else top_k_within(index.vectors.array, within, folded[i], k, index.order, lexical, layout.lexical_weight)
-            scores = np.exp(-(totals + layout.constant))
+            lexical = index.postings.distances(words[i]) if score.lexical_weight else None
+            rows, totals = top_k(index.nearest, flat[i], k, index.order, score, lexical) if within is None \
+                else top_k_within(index.vectors.array, within, flat[i], k, index.order, score, lexical)
+            scores = score.flat_similarity(totals)
             found = index.rows(rows.tolist(), None if full else EXCERPT)
             fitted = self.queries.calibrator.fitted
             calibrated = self.queries.calibrator(scores) if fitted else [None] * len(scores)
@@ -195,7 +196,7 @@ class Searcher:
 
 def check_folders(bundle: str | Path, index: str | Path) -> None:
     """Searcher.load's checks that load no model (for ticketsim.app.worker, which must not load one before it forks):
-    the bundle's manifest, the index's files whole and folded with the bundle's weights."""
+    the bundle's manifest, the index's files whole and flattened with the bundle's weights."""
     bundle_manifest(Path(bundle))
     check_whole(index)
     check_hash(read_generation_manifest(Path(index))["model_hash"], model_hash(bundle), bundle, index)

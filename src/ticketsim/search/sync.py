@@ -84,7 +84,7 @@ def changed_tickets(scorer: Scorer, index: TicketIndex, export: pl.DataFrame, pl
     with the export's facets."""
     facets, parts = [f for f in FACETS if f in export.columns], []
     if plan.encode:
-        vectors, frame, _ = encoded_tickets(scorer, index.layout, to_encode(export, plan), index.topic_scale, engine=engine)
+        vectors, frame, _ = encoded_tickets(scorer, index.score, to_encode(export, plan), index.topic_scale, engine=engine)
         parts.append(Encoded(vectors, frame))
     if plan.facets_only:
         rows = sorted(index.row_of(t) for t in plan.facets_only)

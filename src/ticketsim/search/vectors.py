@@ -1,4 +1,4 @@
-"""The index's folded ticket vectors: one row per ticket, stored as float32 (or float16) in one .npy file that a loaded
+"""The index's flat ticket vectors: one row per ticket, stored as float32 (or float16) in one .npy file that a loaded
 index memory-maps, and searched exactly under L1.
 
 Why not a FAISS IndexFlat: it holds float32 in each process's own memory, so every gunicorn worker kept a copy of the

@@ -1,8 +1,8 @@
 """The default road of `ticketsim retrain` (docs/retraining.md#two-roads): a registered model's query tower (channel
 Fq, model/branches.py) trained again on the labelled pairs as the dataset holds them now.
 
-The ticket side is channel S, which the index holds, and the dense weights stay the registered ones (W and V fold into
-every stored ticket vector: search/fold.py), so the registered index holds for the new model as it is: its files are
+The ticket side is channel S, which the index holds, and the dense weights stay the registered ones (W and V are in
+every stored flat ticket vector: scoring/fused.py), so the registered index holds for the new model as it is: its files are
 taken byte for byte (search.index.reuse_index). Only the query side and the calibration change; S is encoded for the
 labelled pairs' tickets alone, and a knowledge base of 100k tickets, 1.3-2 h of encoding on 2 cores, is not touched."""
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ticketsim.evaluate.calibrate import CALIBRATOR, fit_calibrator
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.model.branches import BranchStart, query_tower_refusal
 from ticketsim.model.inputs import scaled
-from ticketsim.model.metric import metric_of
 from ticketsim.model.saved import WEIGHTS
+from ticketsim.scoring.weights import metric_of
 from ticketsim.search.index import reuse_index
 from ticketsim.search.queries import export_queries
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus

@@ -34,7 +34,7 @@ from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means
 from ticketsim.model.branches import reads, ticket_cost
-from ticketsim.model.metric import metric_of
+from ticketsim.scoring.weights import metric_of
 from ticketsim.training.selection import (
     OWN,
     RETRIEVED,

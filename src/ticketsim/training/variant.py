@@ -27,10 +27,10 @@ from ticketsim.evaluate.protocols import ScoreMatrix
 from ticketsim.model.branches import BRANCHES, STARTED, TOWERS, BranchStart, reads
 from ticketsim.model.inputs import SCALE_LEVEL, Inputs, build_inputs, scaled
 from ticketsim.model.losses import IN_BATCH, Loss, loss_of
-from ticketsim.model.metric import MetricConfig, metric_of
 from ticketsim.model.saved import CHECKPOINTS, build_model, save_model, write_inputs
 from ticketsim.model.scores import in_batch_predictor, pair_predictor, pair_values, pool_values
 from ticketsim.model.siamese import SiameseConfig, SiameseLSTM
+from ticketsim.scoring.weights import MetricConfig, metric_of
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.mining import Mined, as_mined_queries, judged_negatives, mine
 from ticketsim.training.trainer import History, fit, rescale

@@ -16,10 +16,11 @@ from ticketsim.config import ConfigError, TuneConfig, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means, retrieve_by_query
 from ticketsim.model.branches import reads
 from ticketsim.model.inputs import Inputs, build_inputs, encode_side, lexical_distances, vocabulary_index
-from ticketsim.model.metric import MetricConfig, metric_of, similarity
 from ticketsim.model.saved import load_model, read_inputs
 from ticketsim.model.scores import side_channels
 from ticketsim.model.siamese import SiameseLSTM
+from ticketsim.scoring.fused import FusedScore
+from ticketsim.scoring.weights import MetricConfig, metric_of
 from ticketsim.training.selection import fold_pairs, per_query, query_folds
 from ticketsim.training.variant import Prepared, train_variant
 
@@ -78,7 +79,7 @@ def with_rescore_vectors(problem: Prepared, cfg: TuneConfig, base_model: str | P
 def rescore(problem: Prepared, variant: VariantConfig) -> np.ndarray:
     """g of every pair with new weights on the rescore vectors: no training."""
     queries, tickets, pair = problem.rescore_vectors
-    return similarity(queries, tickets, metric_of(variant), pair=pair).numpy()
+    return FusedScore.of(metric_of(variant)).similarity(queries, tickets, pair=pair).numpy()
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +96,7 @@ class Pool:
 
     def matrix(self, variant: VariantConfig) -> ScoreMatrix:
         """g of every held-out query to every ticket under the variant's W and V."""
-        values = similarity(self.queries, self.tickets, metric_of(variant), pool=True, pair=self.pair).numpy()
+        values = FusedScore.of(metric_of(variant)).similarity(self.queries, self.tickets, pool=True, pair=self.pair).numpy()
         return ScoreMatrix(self.query_ids, self.ticket_ids, values)
 
 

@@ -14,7 +14,7 @@ from ticketsim.data.tables import LAY
 from ticketsim.errors import OK, StepError
 from ticketsim.lifecycle.tracking import log_methods, stage_run
 from ticketsim.model.branches import reads
-from ticketsim.model.metric import metric_of
+from ticketsim.scoring.weights import metric_of
 from ticketsim.training.selection_report import load_problem, markdown, merged, method_figures, select, write
 from ticketsim.training.shift import THREADED, shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone

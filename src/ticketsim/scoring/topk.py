@@ -1,5 +1,6 @@
-"""Top-k of total = ||Q - D||_1 + W_L d_L over the index's vectors and BM25's lexical distances: exact over the
-vectors' scan, approximate over a large index's graph.
+"""Top-k by the fused score g (scoring/fused.py) over an index's flat ticket vectors and BM25's lexical distances, ranked
+by FusedScore.flat_total = ||Q - D||_1 + W_L d_L (the constant W_R orders nothing): exact over the vectors' scan,
+approximate over a large index's graph.
 
 A threshold algorithm (after Fagin's TA) reads the dense distances in sorted order from the index's vectors and the lexical ones
 by random access: BM25 scores every ticket of the pool at once, so each ticket's d_L is known before the scan. Take the
@@ -20,31 +21,41 @@ true one and a ticket the walk misses is missed: the top k is approximate, the t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from ticketsim.search.graph import GraphVectors
-    from ticketsim.search.vectors import TicketVectors
+    from ticketsim.scoring.fused import FusedScore
 
 FIRST_CANDIDATES = 64   # m of the first scan (at least 4k)
 SLACK = 1e-5            # relative: FAISS sums thousands of float32 terms, the exact rescoring sums in float64
 RESCORE_COST = 8        # exact rescoring in numpy costs about this many times FAISS's scan per ticket (benchmark: 5-7)
 
 
-def top_k(index: TicketVectors | GraphVectors, query: np.ndarray, k: int, order: np.ndarray, lexical: np.ndarray | None = None,
-          lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, totals) of the k tickets with the smallest total distance, best first; equal totals in `order`
-    (each row's position in ticket-id order, as ScoreMatrix.top_k breaks ties). query: (d,) float64."""
+class Nearest(Protocol):
+    """Flat ticket vectors searched nearest first under L1: search/vectors.py's scan (exact) or search/graph.py's walk."""
+
+    @property
+    def array(self) -> np.ndarray: ...      # (ntotal, d): row i of ticket i
+
+    @property
+    def ntotal(self) -> int: ...
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def top_k(index: Nearest, query: np.ndarray, k: int, order: np.ndarray, score: FusedScore,
+          lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, flat totals) of the k tickets with the smallest flat_total, best first; equal totals in `order`
+    (each row's position in ticket-id order, as ScoreMatrix.top_k breaks ties). query: (d,) float64, flat; lexical: every
+    ticket's d_L (None where the score weighs no L)."""
     n = index.ntotal
     k = min(k, n)
     vectors, query32 = index.array, query.astype(np.float32)[None]
 
     def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        totals = np.abs(vectors[rows].astype(np.float64) - query).sum(1)
-        if lexical_weight:
-            totals += lexical_weight * lexical[rows]
+        totals = score.flat_totals(vectors[rows], query, None if lexical is None else lexical[rows])
         best = np.lexsort((order[rows], totals))[:k]
         return rows[best], totals[best]
 
@@ -55,11 +66,11 @@ def top_k(index: TicketVectors | GraphVectors, query: np.ndarray, k: int, order:
         if m == n:
             return rows, totals
         nearest_unseen = float(dense[0, -1]) * (1 - SLACK)      # no ticket outside the list is nearer than this
-        if not lexical_weight:
+        if not score.lexical_weight:
             if totals[-1] < nearest_unseen:     # strictly: a tie at the boundary could hide a ticket of lower id
                 return rows, totals
         else:
-            bound = nearest_unseen + lexical_weight * lexical
+            bound = score.flat_total(nearest_unseen, lexical)
             bound[dense_rows[0]] = np.inf
             unseen = np.flatnonzero(bound <= totals[-1])
             if len(unseen) * RESCORE_COST <= n:
@@ -67,16 +78,14 @@ def top_k(index: TicketVectors | GraphVectors, query: np.ndarray, k: int, order:
         m = min(2 * m, n)
 
 
-def top_k_within(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int, order: np.ndarray,
-                 lexical: np.ndarray | None = None, lexical_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def top_k_within(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int, order: np.ndarray, score: FusedScore,
+                 lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, totals) of the k best of `rows` only (a filter's tickets), as top_k orders them: every one of them scored
     exactly, so the top k under a filter is exact even where the index keeps a graph (whose walk would be cut to the
     filter's tickets after it, and miss those it does not reach)."""
     totals = np.zeros(len(rows))
     for start in range(0, len(rows), 65536):    # in blocks: a broad filter over a large index is not one copy of it
         block = rows[start:start + 65536]
-        totals[start:start + len(block)] = np.abs(vectors[block].astype(np.float64) - query).sum(1)
-    if lexical_weight:
-        totals += lexical_weight * lexical[rows]
+        totals[start:start + len(block)] = score.flat_totals(vectors[block], query, None if lexical is None else lexical[block])
     best = np.lexsort((order[rows], totals))[:k]
     return rows[best], totals[best]
