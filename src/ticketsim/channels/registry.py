@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ticketsim.channels import pretrained, sumemb, topics
-from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.cache import ChannelVectors, cache_path, models_folder
 from ticketsim.channels.channel import Channel, Fitted, Fitting
 from ticketsim.config import Params
 from ticketsim.data.tables import Corpus
@@ -19,16 +19,6 @@ CHANNELS: dict[str, Channel] = {channel.name: channel for channel in (
     pretrained.CHANNEL,     # S: a pretrained sentence encoder
 )}
 VARS = "channels.yaml"      # dvc.yaml's `vars:` file of the channels stage, written from CHANNELS
-
-
-def cache_path(channels: str | Path, name: str) -> Path:
-    """Channel `name`'s cached vectors in a dataset's channels folder."""
-    return Path(channels) / f"{name}.npz"
-
-
-def models_folder(channels: str | Path, name: str) -> Path:
-    """Channel `name`'s fitted models in a dataset's channels folder."""
-    return Path(channels) / name
 
 
 def fit_channel(name: str, params: Params, dataset: str, corpus: Corpus, tokens: Tokens, channels: str | Path) -> Fitted:
