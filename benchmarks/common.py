@@ -33,6 +33,7 @@ import yaml
 
 from ticketsim.bundle.writer import write_bundle
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
+from ticketsim.channels.registry import fitted_files, models_folder, word_files
 from ticketsim.channels.sentence import load_encoder
 from ticketsim.channels.sumemb import word_vectors
 from ticketsim.channels.topics import fit_topic_models
@@ -221,7 +222,7 @@ SENTENCE = SentenceConfig(max_tokens=32, overlap=4, threads=1)
 class Parts:
     corpus: Corpus
     words: tuple[str, ...]
-    sources: dict[str, Path]
+    channels: Path          # a channels folder as the channels stage leaves one: E/ and T/ (no caches)
 
 
 def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int = 10) -> Parts:
@@ -235,13 +236,13 @@ def train_parts(root: Path, n_tickets: int = 80, seed: int = 3, n_enduser: int =
     topics = fit_topic_models(tokens, TopicsConfig(n_topics=6, heldout=5, vocabulary=TopicVocabularyConfig(min_documents=2),
                                                    docnade=DocNADETrainConfig(epochs=2), lda=LDAConfig(passes=1, iterations=5),
                                                    workers=1), seed)   # tiny: faster than starting a worker
-    sources = {"word2vec": root / "word2vec.kv", "char_blstm": root / "char_blstm.pt", "docnade": root / "docnade"}
-    save_vectors(word2vec, sources["word2vec"])
-    save_checkpoint(chars, sources["char_blstm"])
-    sources["docnade"].mkdir()
+    channels = root / "channels"
+    save_vectors(word2vec, word_files(channels)[0])
+    save_checkpoint(chars, word_files(channels)[1])
+    models_folder(channels, "T").mkdir(parents=True)
     for model in topics.values():
-        model.save(sources["docnade"])
-    return Parts(corpus, tuple(tokens.vocabulary()["token"]), sources)
+        model.save(models_folder(channels, "T"))
+    return Parts(corpus, tuple(tokens.vocabulary()["token"]), channels)
 
 
 def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, tower: str | None = None,
@@ -255,7 +256,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.word2vec import load_vectors
 
-    cfg, chars = SiameseParams(hidden=8), load_checkpoint(parts.sources["char_blstm"])
+    cfg, chars = SiameseParams(hidden=8), load_checkpoint(word_files(parts.channels)[1])
     scratch = directory.parent / f".{directory.name}-parts"
     scratch.mkdir(parents=True)
     start, weighed, encoder_config = None, VARIANTS[variant].weighed, ENCODER_CONFIG
@@ -273,7 +274,7 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
             sentence = replace(sentence, model=str(folder))
         start = BranchStart(tiny, ENCODER_CONFIG, SCALES["S"], tiny.get_embedding_dimension() if "Fq" in weighed else 384)
     torch.manual_seed(seed)
-    model = build_model(cfg, word_vectors(list(parts.words), load_vectors(parts.sources["word2vec"]), chars), chars.dim,
+    model = build_model(cfg, word_vectors(list(parts.words), load_vectors(word_files(parts.channels)[0]), chars), chars.dim,
                         VARIANTS[variant], start)
     with torch.no_grad():   # learned weights unlike the starting ones; an adapter that is not the identity
         if model.weights is not None and not tower:
@@ -286,7 +287,8 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
     encoder = {"encoder": scratch / ENCODER} if (scratch / ENCODER).is_dir() else {}
     return write_bundle(directory, text=TextConfig(), variant=VARIANTS[variant], siamese=replace(cfg, encoder=encoder_config),
                         scales=SCALES, words=parts.words,
-                        sources={**parts.sources, "weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
+                        sources={"weights": scratch / WEIGHTS, "calibrator": scratch / "calibrator.json", **encoder},
+                        channels=fitted_files(parts.channels),
                         sentence=sentence)
 
 

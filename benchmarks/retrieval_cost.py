@@ -64,8 +64,7 @@ def main() -> None:
         params = replace(params, siamese=replace(params.siamese, final=args.variant))
     files = stage_paths("tune", args.dataset)
     torch.set_num_threads(threads_alone(params.siamese, params.siamese.variant(params.siamese.final)))
-    problem = tuning_inputs(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"],
-                            files["channels"])
+    problem = tuning_inputs(params, files["corpus"], files["tokens"], files["channels"])
     queries, tickets = problem.pairs["query_id"].n_unique(), len(problem.tokens.tickets)
     print(table(measure(problem, args.trials),
                 f"{args.dataset}: #{params.siamese.final}, {params.tune.folds} folds, {queries} train + dev queries, "

@@ -5,14 +5,14 @@ from ticketsim.bundle.writer import final_bundle
 from ticketsim.search.queries import export_queries
 from ticketsim.stage import Stage
 
-STAGE = Stage("bundle", __doc__, reads=("word2vec", "char_blstm", "docnade"),
+STAGE = Stage("bundle", __doc__, reads=("channels",),
               options={"model": "the final stage's folder", "out": "the bundle folder"})
 
 
 def main() -> None:
     stage = STAGE.start()
     args = stage.args
-    bundle = final_bundle(args.out, stage.params, args.model, args.word2vec, args.char_blstm, args.docnade)
+    bundle = final_bundle(args.out, stage.params, args.model, args.channels)
     why = export_queries(bundle)
     print(f"bundle@{stage.dataset}: {bundle}; a query " + (f"goes through torch: {why}" if why else "runs without torch (query/)"))
 

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from operator import itemgetter
 from pathlib import Path
 
+from ticketsim.channels.registry import word_files
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import CALIBRATOR
 from ticketsim.evaluate.report import headline, over_seeds
@@ -21,7 +22,7 @@ from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.comparators import Comparators, compare_saved, title
 
-STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
+STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"}, needs_labels=True)
 
 
@@ -29,8 +30,8 @@ def main() -> None:
     stage = STAGE.start()
     params, args = stage.params, stage.args
     cfg, seeds = params.comparators, params.evaluation.seeds
-    shared = Comparators(stage.dataset, cfg, Corpus.read(args.corpus), Tokens.read(args.tokens), args.word2vec,
-                         args.char_blstm, params.evaluation, Path(args.out), Path(args.plots))
+    shared = Comparators(stage.dataset, cfg, Corpus.read(args.corpus), Tokens.read(args.tokens), *word_files(args.channels),
+                         params.evaluation, Path(args.out), Path(args.plots))
     jobs = [(model, seed) for model in cfg.models for seed in seeds]
     finished = whole_groups(side_by_side(compare_saved, shared, jobs, cfg.workers, cfg.threads), itemgetter(0), len(seeds))
     for done, runs in enumerate(finished, 1):

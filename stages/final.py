@@ -4,14 +4,13 @@ siamese.unlabelled, on mined pairs, unevaluated; a final variant that learns fro
 from pathlib import Path
 
 from ticketsim.config import load_tuned
-from ticketsim.stage import Arg, Stage
+from ticketsim.stage import Stage
 from ticketsim.threads import torch_threads
 from ticketsim.training.siamese_rows import Row, log_row, train_row
 from ticketsim.training.variant import prepare_files, threads_alone
 
-STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
+STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"variant_file": "YAML of the tune stage: the weights and LSTM size to train",
-                       "channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
                        "out": "folder for the trained model (weights, checkpoints), calibrator.json, scales.json, variant.json"})
 
 
@@ -21,7 +20,7 @@ def main() -> None:
     labelled = stage.dataset_config.labels
     row = Row(params.siamese.final_row(stage.dataset_config), load_tuned(args.variant_file), stage.dataset, Path(args.out),
               Path(args.plots), params.seed, final=True)
-    data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels, [row.variant],
+    data = prepare_files(params, args.corpus, args.tokens, args.channels, [row.variant],
                          labelled)
     with torch_threads(threads_alone(params.siamese, row.variant)):
         trained = train_row(data, row)

@@ -3,7 +3,7 @@ import time
 from pathlib import Path
 
 from ticketsim.bundle.loader import Scorer
-from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.registry import load_caches
 from ticketsim.data.tables import Corpus
 from ticketsim.search.enduser import enduser_evaluation, shares_plot
 from ticketsim.search.index import build_index, model_hash
@@ -11,8 +11,8 @@ from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.stage import Stage
 
-STAGE = Stage("index", __doc__, reads=("bundle", "corpus"), writes=("metrics", "plots"),
-              options={"sentence": "the sentence_encoder stage's S.npz (the tickets' S, not encoded again)", "out": "the index folder"})
+STAGE = Stage("index", __doc__, reads=("bundle", "corpus", "channels"), writes=("metrics", "plots"),
+              options={"out": "the index folder"})
 
 
 def main() -> None:
@@ -22,7 +22,7 @@ def main() -> None:
     with stage.run({"variant": final, "topics": {"coherence": params.topics.coherence}}, tags={"variant": final}):
         scorer, corpus = Scorer.load(args.bundle), Corpus.read(args.corpus)
         started = time.perf_counter()
-        index = build_index(scorer, model_hash(args.bundle), corpus.tickets, args.out, cached=[ChannelVectors.load(args.sentence)],
+        index = build_index(scorer, model_hash(args.bundle), corpus.tickets, args.out, cached=load_caches(args.channels, reused=True),
                             coherence=params.topics.coherence, precision=params.index.precision, force=True,
                             graph=params.index.graph)
         built = {"tickets": len(index), "dim": index.vectors.d, "precision": index.vectors.precision,

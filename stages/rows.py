@@ -4,7 +4,7 @@ one MLflow run tagged stage baselines; then the paper's unsupervised Table 5 row
 rows_<channel>. Each group's figures, report and plots under its name: baselines, E, T, S."""
 from pathlib import Path
 
-from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.cache import ChannelVectors, cache_path
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.baselines import bm25_matrix, channel_rows, source_order_scores
 from ticketsim.evaluate.report import block_of, write_results
@@ -13,8 +13,8 @@ from ticketsim.lifecycle.tracking import log_methods
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 
-STAGE = Stage("rows", __doc__, reads=("corpus", "tokens"), writes=("metrics", "reports", "plots"),
-              options={"channels": "folder of the cached channels, <channel>.npz"}, needs_labels=True)
+STAGE = Stage("rows", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "reports", "plots"),
+              needs_labels=True)
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def main() -> None:
     for channel, spec in params.rows.items():
         with stage.run({"rows": spec, "evaluation": params.evaluation}, stage=f"rows_{channel}", artifacts=outputs(channel),
                        tags={"channel": channel}, context="eval"):
-            vectors = ChannelVectors.load(Path(args.channels) / f"{channel}.npz")
+            vectors = ChannelVectors.load(cache_path(args.channels, channel))
             results = channel_rows(pairs, vectors, spec.levels, spec.distances, params.evaluation)
             write_results(results, *outputs(channel), f"{stage.dataset}: channel {channel} rows", block_of(channel))
             log_methods(results)   # one child run per row, tagged method: the same keys in every row

@@ -11,13 +11,12 @@ from operator import attrgetter
 from pathlib import Path
 
 from ticketsim.side_by_side import side_by_side, whole_groups
-from ticketsim.stage import Arg, Stage
+from ticketsim.stage import Stage
 from ticketsim.training.siamese_rows import log_row, over_row_seeds, rows_of, train_row
 from ticketsim.training.variant import prepare_files
 
-STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
-              options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
-                       "out": "folder for a folder per row: its trained model, checkpoints, calibrator.json, scales.json"},
+STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
+              options={"out": "folder for a folder per row: its trained model, checkpoints, calibrator.json, scales.json"},
               needs_labels=True)
 
 
@@ -26,7 +25,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     cfg, seeds = params.siamese, params.evaluation.seeds
     rows = rows_of(params, stage.dataset, Path(args.out), Path(args.plots))
-    data = prepare_files(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels,
+    data = prepare_files(params, args.corpus, args.tokens, args.channels,
                          [row.variant for row in rows])
     finished = whole_groups(side_by_side(train_row, data, rows, cfg.workers, cfg.threads), attrgetter("name"), len(seeds))
     for done, runs in enumerate(finished, 1):

@@ -5,9 +5,8 @@ from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
 from ticketsim.tuning.tuner import run, tuning_inputs, untuned_line
 
-STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
-              options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
-                       "workers": Arg("processes running trials at once (default: tune.workers)", required=False, type=int),
+STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
+              options={"workers": Arg("processes running trials at once (default: tune.workers)", required=False, type=int),
                        "out": "YAML file of the tuned variant: channels, levels, hidden"})
 
 
@@ -16,7 +15,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     try:
         run(params, stage.dataset,
-            lambda: tuning_inputs(params, args.corpus, args.tokens, args.word2vec, args.char_blstm, args.channels),
+            lambda: tuning_inputs(params, args.corpus, args.tokens, args.channels),
             args.out, args.metrics, args.plots, args.workers)
     except ConfigError as error:   # one the data decides: e.g. tune.folds above the train + dev queries
         sys.exit(f"tune@{stage.dataset}: {error}")

@@ -110,9 +110,11 @@ def test_a_bad_siamese_final_stops_the_pipelines_first_stage_before_it_writes(tm
 
 def test_the_names_the_params_are_checked_against_are_the_models():
     from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS
+    from ticketsim.channels.registry import CHANNELS
     from ticketsim.config import names
     from ticketsim.model.branches import BRANCHES
     from ticketsim.scoring.weights import PAIR_CHANNELS
 
+    assert names.CACHED == tuple(CHANNELS)
     assert set(names.CHANNELS) == set(BRANCHES) | set(names.CACHED) | set(PAIR_CHANNELS)
     assert names.QUERY_COMPONENTS == QUERY_COMPONENTS and names.TICKET_COMPONENTS == TICKET_COMPONENTS

@@ -33,6 +33,7 @@ from postgres_server import PostgresServer, find_bin_dir, start
 from test_mlflow_server import mlflow_server, retrain_gate_and_rollback_over_http
 
 from ticketsim.channels.char_blstm import save_checkpoint, train_char_blstm
+from ticketsim.channels.registry import cache_path, word_files
 from ticketsim.channels.word2vec import corpus_sentences, save_vectors, train_word2vec
 from ticketsim.cli import main
 from ticketsim.config import CharBLSTMConfig, TuneConfig, Word2VecConfig
@@ -86,12 +87,12 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
     corpus.write(data / "prepared")
     tokens.write(data / "tokens")
     vectors, _ = train_word2vec(corpus_sentences(tokens), Word2VecConfig(dim=8, min_count=1, epochs=1), seed=0)
-    save_vectors(vectors, data / "channels" / "word2vec.kv")
+    save_vectors(vectors, word_files(data / "channels")[0])
     chars, _ = train_char_blstm(vectors.index_to_key, vectors.vectors,
                                 CharBLSTMConfig(hidden=2, char_dim=4, epochs=1, max_words=300), seed=0, progress=False)
-    save_checkpoint(chars, data / "channels" / "char_blstm.pt")
+    save_checkpoint(chars, word_files(data / "channels")[1])
     for seed, channel in enumerate(("E", "T")):
-        random_channel(channel, corpus, seed).save(data / "channels" / f"{channel}.npz")
+        random_channel(channel, corpus, seed).save(cache_path(data / "channels", channel))
     params = {
         "seed": 0,
         "tracking": {"uri": tracking, "experiment": "tune-postgres", "artifact_location": str(root / "mlartifacts")},

@@ -16,6 +16,7 @@ from mlflow.pyfunc import PythonModelContext
 from ticketsim.app.page import create_app
 from ticketsim.app.pyfunc import TicketSimModel
 from ticketsim.bundle.loader import Scorer
+from ticketsim.channels.registry import models_folder
 from ticketsim.channels.topics import (
     COHERENCE_WORDS,
     REASON_MODEL,
@@ -126,7 +127,7 @@ def test_an_incoherent_topic_is_hidden_and_a_coherent_one_is_shown(saturated, se
 
 def test_the_report_gives_each_topic_the_coherence_the_search_uses(saturated, search_parts):
     _, _, searcher = saturated
-    models = load_topic_models(search_parts.sources["docnade"])
+    models = load_topic_models(models_folder(search_parts.channels, "T"))
     corpus = search_parts.corpus
     indexed = replace(corpus, tickets=searcher.index.tickets.select(list(TICKET_SCHEMA)))
     tokens = tokenize_corpus(indexed, make_tokenizer(searcher.queries.text, indexed), progress=False)

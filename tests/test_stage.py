@@ -9,9 +9,9 @@ import yaml
 from ticketsim import cli
 from ticketsim.stage import Arg, Stage
 
-STAGE = Stage("demo", "Stage demo: what a stage script declares.\n\nMore words.", reads=("corpus", "char_blstm"),
+STAGE = Stage("demo", "Stage demo: what a stage script declares.\n\nMore words.", reads=("corpus", "tokens"),
               writes=("metrics", "plots", "reports"),
-              options={"channels": Arg("caches", many=True), "variant_file": Arg("optional YAML", required=False)})
+              options={"inputs": Arg("metrics files", many=True), "variant_file": Arg("optional YAML", required=False)})
 
 
 @pytest.fixture
@@ -25,14 +25,14 @@ def workspace(tmp_path, monkeypatch):
 
 
 def argv(*extra):
-    return ["tiny", "--corpus", "prepared", "--char-blstm", "c.pt", "--channels", "E.npz", "T.npz",
+    return ["tiny", "--corpus", "prepared", "--tokens", "tok", "--inputs", "a.json", "b.json",
             "--metrics", "m/demo.json", "--plots", "p", "--reports", "r", *extra]
 
 
 def test_the_declared_options_are_the_command_line(workspace):
     stage = STAGE.start(argv())
     assert (stage.dataset, stage.dataset_config.raw, stage.params.seed) == ("tiny", "raw/tiny", 1)
-    assert (stage.args.char_blstm, stage.args.channels, stage.args.variant_file) == ("c.pt", ["E.npz", "T.npz"], None)
+    assert (stage.args.tokens, stage.args.inputs, stage.args.variant_file) == ("tok", ["a.json", "b.json"], None)
     with pytest.raises(SystemExit):
         STAGE.start(["tiny", "--corpus", "prepared"])   # a required output is missing
 

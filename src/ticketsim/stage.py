@@ -24,9 +24,7 @@ from ticketsim.config import ConfigError, DatasetConfig, Params, load_params
 PIPELINE_FILES = {
     "corpus": "the prepare stage's folder (tickets, queries, pairs)",
     "tokens": "the prepare stage's tokens folder",
-    "word2vec": "the embedding stage's word vectors (.kv)",
-    "char_blstm": "the embedding stage's character BiLSTM (.pt)",
-    "docnade": "the topics stage's models (M1, M2, LDA)",
+    "channels": "the channels stage's folder: each channel's cache <name>.npz and models <name>/ (ticketsim.channels.registry)",
     "bundle": "the bundle stage's folder",
     "metrics": "the stage's figures as JSON (dvc metrics show; logged to the run)",
     "reports": "folder for the stage's Markdown reports",
@@ -41,7 +39,7 @@ class Arg:
 
     help: str
     required: bool = True
-    many: bool = False          # several values: --channels E.npz T.npz
+    many: bool = False          # several values: --inputs a.json b.json
     type: type = str
 
 

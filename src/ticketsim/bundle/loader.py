@@ -1,5 +1,6 @@
-"""A bundle loaded: a trained model as one folder (FILES names what it holds beside the manifest), and the path from raw
-texts to scores: tokens -> E, T, S, L, h -> g -> [1, 5]. ticketsim.bundle.writer writes one, ticketsim.bundle.evaluation
+"""A bundle loaded: a trained model as one folder (FILES names the model's own files beside the manifest, each cached
+channel of ticketsim.channels.registry adds its own), and the path from raw texts to scores: tokens -> the cached
+channels (E, T, S, ...), L, h -> g -> [1, 5]. ticketsim.bundle.writer writes one, ticketsim.bundle.evaluation
 measures one.
 
 Every dataset the importer accepts, an external SemEval test file, or a served request goes through the same
@@ -18,9 +19,11 @@ import torch
 
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.channel import Texts
 from ticketsim.channels.char_blstm import CharEncoder, load_checkpoint
-from ticketsim.channels.sumemb import sumemb_vectors, word_vectors
-from ticketsim.channels.topics import TopicModel, load_topic_models, topic_vectors
+from ticketsim.channels.registry import CHANNELS
+from ticketsim.channels.sumemb import CHAR_BLSTM, WORD2VEC, word_vectors
+from ticketsim.channels.topics import TOPIC_MODELS, TopicModel, load_topic_models
 from ticketsim.config import (
     BM25Config,
     EncoderConfig,
@@ -45,8 +48,7 @@ if TYPE_CHECKING:
 
     from ticketsim.channels.sentence import SentenceEncoder
 
-FILES = {"word2vec": "word2vec.kv", "char_blstm": "char_blstm.pt", "docnade": "docnade", "weights": WEIGHTS,
-         "calibrator": CALIBRATOR}
+FILES = {"weights": WEIGHTS, "calibrator": CALIBRATOR}   # the trained model's; the channels' files: Channel.bundle
 OPTIONAL = {"encoder": ENCODER}   # F's fine-tuned encoder, Fq's query tower
 
 
@@ -66,7 +68,7 @@ class Scorer:
     scales: dict[str, float]
     model: SiameseLSTM          # trained on `words`; rebuilt around each new vocabulary in score()
     words: tuple[str, ...]
-    directory: Path             # the bundle: channels E's and T's models load from it on first use
+    directory: Path             # the bundle: the channels' models load from it on first use
     calibrator: Calibrator
     sentence: SentenceConfig = SentenceConfig()
     bm25: BM25Config = BM25Config()
@@ -91,16 +93,16 @@ class Scorer:
         """Channel E's word vectors (and the LSTM's input): loaded, with gensim, only by a variant that weighs h or E."""
         from ticketsim.channels.word2vec import load_vectors
 
-        return load_vectors(self.directory / FILES["word2vec"])
+        return load_vectors(self.directory / WORD2VEC)
 
     @cached_property
     def chars(self) -> CharEncoder:
-        return load_checkpoint(self.directory / FILES["char_blstm"])
+        return load_checkpoint(self.directory / CHAR_BLSTM)
 
     @cached_property
     def topics(self) -> dict[str, TopicModel]:
         """Channel T's models, which the search's reasons read too."""
-        return load_topic_models(self.directory / FILES["docnade"])
+        return load_topic_models(self.directory / TOPIC_MODELS)
 
     @cached_property
     def sentence_encoder(self) -> SentenceEncoder:
@@ -112,24 +114,17 @@ class Scorer:
     def encode(self, corpus: Corpus, lexical: bool = True, cached: Sequence[ChannelVectors] = ()) -> Encoding:
         """Every channel of the corpus's queries and tickets, and the LSTM with an embedding table for its words.
         Without `lexical`, channel L is left out: it needs both sides, and a search index encodes one side at a time.
-        `cached`: S computed already for these texts with the bundle's `sentence` config (the sentence_encoder stage's
-        S.npz), taken instead of encoding them again, the one slow channel."""
+        `cached`: channels computed already for these texts with the bundle's models and config (the channels stage's
+        caches a search index reuses: S, the slow one), taken instead of encoding them again."""
         metric = metric_of(self.variant)
         tokens = tokenize_corpus(corpus, make_tokenizer(self.text, corpus), progress=False)
         # Every word through the char-BLSTM once: the rows feed channel E and the LSTM's embedding table alike.
         words = metric.channels.get("h") or metric.channels.get("E")
         table = word_vectors(list(tokens.vocabulary()["token"]), self.word2vec, self.chars) if words else None
-        channels: list[ChannelVectors] = []
-        if metric.channels.get("E"):
-            channels.append(sumemb_vectors(tokens, self.word2vec, self.chars, table)[0])
-        if metric.channels.get("T"):
-            channels.append(topic_vectors(tokens, self.topics))
-        if any(sentence_parts := cached_components(metric, "S")):   # F reads text: it needs no S
-            from ticketsim.channels.sentence import sentence_channel  # sentence-transformers only when S is read
-
-            given = [v for v in cached if v.channel == "S"]
-            channels.append(given[0] if given else
-                            sentence_channel(corpus, self.sentence, False, self.sentence_encoder, components=sentence_parts)[0])
+        given, channels = {v.channel: v for v in cached}, []
+        for name, channel in CHANNELS.items():   # weighed itself or read by a branch (A reads S; F reads text, no S)
+            if any(parts := cached_components(metric, name)):
+                channels.append(given.get(name) or channel.encode(self, Texts(corpus, tokens, parts, table)))
         if not lexical:
             metric = replace(metric, channels={c: w for c, w in metric.channels.items() if c != "L"})
         inputs = build_inputs(tokens, [scaled(v, self.scales[v.channel]) for v in channels], metric, self.max_tokens, self.bm25,

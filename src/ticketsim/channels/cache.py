@@ -43,6 +43,16 @@ def component_texts(tokens: Tokens) -> tuple[dict[str, list[list[str]]], dict[st
             {c: component_tokens(tokens.tickets, c) for c in TICKET_COMPONENTS})
 
 
+def cache_path(channels: str | Path, name: str) -> Path:
+    """Channel `name`'s cached vectors in a dataset's channels folder (data/<dataset>/channels)."""
+    return Path(channels) / f"{name}.npz"
+
+
+def models_folder(channels: str | Path, name: str) -> Path:
+    """Channel `name`'s fitted models in a dataset's channels folder, beside its cache."""
+    return Path(channels) / name
+
+
 @dataclass(frozen=True, eq=False)
 class ChannelVectors:
     """One channel's vectors: queries[component] is (n_queries, dim), tickets[component] is (n_tickets, dim)."""

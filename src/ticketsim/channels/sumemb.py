@@ -1,15 +1,18 @@
-"""Channel E (SumEMB): word vector = word2vec (zeros for words it lacks) ++ char-BLSTM; a component's E = their sum."""
+"""Channel E (SumEMB): word vector = word2vec (zeros for words it lacks) ++ char-BLSTM; a component's E = their sum.
+CHANNEL declares it (ticketsim.channels.registry): word2vec and the char-BLSTM fitted on the dataset, then E cached."""
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ticketsim.channels.cache import ChannelVectors, component_texts
-from ticketsim.channels.char_blstm import CharEncoder, encode
+from ticketsim.channels.channel import Channel, Fitted, Fitting, Texts
+from ticketsim.channels.char_blstm import CharEncoder, encode, save_checkpoint, train_char_blstm
 from ticketsim.text.tokenize import Tokens
 
 if TYPE_CHECKING:
@@ -74,3 +77,50 @@ def spelling_neighbours(words: Sequence[str], word2vec: KeyedVectors, chars: Cha
     unit = lambda vectors: vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # noqa: E731
     nearest = (unit(encode(chars, unknown)) @ unit(encode(chars, known)).T).argmax(1)
     return {word: known[j] for word, j in zip(unknown, nearest)}
+
+
+# E's models, by these names in its models folder and in a bundle: the LSTM's word table (channel h) and the comparators'
+WORD2VEC, CHAR_BLSTM = "word2vec.kv", "char_blstm.pt"
+
+
+def fit_embedding(fitting: Fitting) -> Fitted:
+    """word2vec trained with gensim on every ticket and query text, the char-BLSTM trained to predict each word2vec
+    word's vector from its spelling, then E of every component. MLflow gets summaries people can read: neighbours of
+    frequent words, and what the char part is for: words word2vec lacks and the known word each is spelt most like."""
+    from ticketsim.channels.word2vec import corpus_sentences, load_pretrained, neighbours, save_vectors, train_word2vec
+
+    cfg, seed, tokens = fitting.params.embedding, fitting.params.seed, fitting.tokens
+    seconds = lambda started: round(time.perf_counter() - started, 1)  # noqa: E731
+    started = time.perf_counter()
+    pretrained = load_pretrained(cfg.word2vec.pretrained) if cfg.word2vec.pretrained else None
+    word2vec, word2vec_report = train_word2vec(corpus_sentences(tokens), cfg.word2vec, seed, pretrained)
+    save_vectors(word2vec, fitting.models / WORD2VEC)
+    said = [] if word2vec_report.min_count >= cfg.word2vec.min_count else [
+        f"no word occurs embedding.word2vec.min_count ({cfg.word2vec.min_count}) times in the tickets, so word2vec learns "
+        f"every word ({word2vec_report.vocabulary})"]
+    figures: dict[str, Any] = {"word2vec": {**asdict(word2vec_report), "seconds": seconds(started)}}
+    started = time.perf_counter()
+    chars, chars_report = train_char_blstm(word2vec.index_to_key, word2vec.vectors, cfg.char_blstm, seed)
+    save_checkpoint(chars, fitting.models / CHAR_BLSTM)
+    figures["char_blstm"] = {**{key: round(value, 4) if isinstance(value, float) else value
+                                for key, value in asdict(chars_report).items() if key != "epoch_loss"}, "seconds": seconds(started)}
+    started = time.perf_counter()
+    vectors, report = sumemb_vectors(tokens, word2vec, chars)
+    figures["sumemb"] = {**asdict(report), "seconds": seconds(started)}
+    vocabulary = tokens.vocabulary()["token"].to_list()
+    frequent = [word for word in vocabulary if word.isalpha() and len(word) > 4][:25]
+    summaries = {"word2vec_summary.json": {"dim": word2vec.vector_size, **figures["word2vec"],
+                                           "neighbours": neighbours(word2vec, frequent)},
+                 "unknown_words.json": spelling_neighbours([word for word in vocabulary if word.isalpha()], word2vec, chars,
+                                                           n=50)}   # not dates, codes
+    return Fitted(vectors, figures, series=[("char_blstm", epoch, {"loss": loss}) for epoch, loss in enumerate(chars_report.epoch_loss)],
+                  summaries=summaries, said=said)
+
+
+def embedding_of(scorer: Any, texts: Texts) -> ChannelVectors:
+    """E of new texts from a bundle's word2vec and char-BLSTM, with the word table the scorer computed for them."""
+    return sumemb_vectors(texts.tokens, scorer.word2vec, scorer.chars, texts.table)[0]
+
+
+CHANNEL = Channel("E", "embedding", "embedding", "params-research.yaml", fit_embedding, embedding_of,
+                  bundle={WORD2VEC: WORD2VEC, CHAR_BLSTM: CHAR_BLSTM})

@@ -14,10 +14,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ticketsim.channels.cache import COMPONENTS, ChannelVectors, component_texts
+from ticketsim.channels.channel import Channel, Fitted, Fitting, Texts
 from ticketsim.channels.coherence import COHERENCE_WORDS, npmi_coherence
 from ticketsim.channels.docnade import (
     DocNADE,
@@ -243,3 +245,37 @@ def topic_words_markdown(models: dict[str, TopicModel], k: int, title: str, cohe
 
 def load_topic_models(directory: str | Path) -> dict[str, TopicModel]:
     return {name: TopicModel.load(directory, name) for name in MODELS}
+
+
+TOPIC_MODELS = "docnade"     # T's models folder in a bundle (m1.pt, m2.pt, lda_m1.npz, lda_m2.npz)
+
+
+def fit_topics(fitting: Fitting) -> Fitted:
+    """DocNADE M1 (SUB+DESC) and M2 (SUB+DESC+SOL), each with an LDA, trained on the historical tickets and scored on
+    held-out ones (the perplexity table); T of every component (from M1 or M2: topics.space) and the topic-words report
+    with each topic's NPMI coherence."""
+    cfg, tokens = fitting.params.topics, fitting.tokens
+    models = fit_topic_models(tokens, cfg, fitting.params.seed)
+    for model in models.values():
+        model.save(fitting.models)
+    perplexity = {name: model.perplexity for name, model in models.items()}
+    coherence = coherence_table(tokens, models, cfg.top_words)
+    heldout = heldout_count(tokens.tickets.height, cfg.heldout)
+    summary = coherence_summary(coherence, cfg.coherence)
+    return Fitted(
+        topic_vectors(tokens, models, cfg.space), {"perplexity": perplexity, "coherence": summary},
+        logged={"perplexity": perplexity, "coherence": {name: kinds for name, kinds in summary.items() if isinstance(kinds, dict)},
+                "seconds": {name: model.seconds for name, model in models.items()}},
+        series=[(model.name, record["epoch"], {k: v for k, v in record.items() if k != "epoch"})
+                for model in models.values() for record in model.history],
+        reports={"perplexity.md": perplexity_markdown(perplexity, models, fitting.dataset, heldout),
+                 "topic_words.md": topic_words_markdown(models, cfg.top_words, fitting.dataset, coherence, cfg.coherence)},
+        said=said_of(models))
+
+
+def topics_of(scorer: Any, texts: Texts) -> ChannelVectors:
+    """T of new texts from a bundle's topic models."""
+    return topic_vectors(texts.tokens, scorer.topics)
+
+
+CHANNEL = Channel("T", "topics", "topics", "params-research.yaml", fit_topics, topics_of, bundle={TOPIC_MODELS: "."})

@@ -18,7 +18,7 @@ from ticketsim.config.schema import Params
 # and components (ticketsim.channels.cache), named here so that reading the params imports no model: tests/
 # test_config_ranges.py holds them equal.
 CHANNELS = ("h", "E", "T", "S", "A", "F", "Fq", "L", "R")
-CACHED = ("E", "T", "S")        # channels with cached vectors, the rows stage's
+CACHED = ("E", "T", "S")        # ticketsim.channels.registry.CHANNELS: the channels with cached vectors, the rows stage's
 QUERY_COMPONENTS = ("sub", "desc", "sub+desc")
 TICKET_COMPONENTS = ("sub", "desc", "sol", "sub+desc", "sub+desc+sol")
 

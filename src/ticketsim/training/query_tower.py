@@ -14,10 +14,11 @@ import numpy as np
 import polars as pl
 import torch
 
-from ticketsim.bundle.loader import FILES, OPTIONAL, Scorer
+from ticketsim.bundle.loader import OPTIONAL, Scorer
 from ticketsim.bundle.manifest import bundle_manifest
 from ticketsim.bundle.writer import write_bundle
 from ticketsim.channels.cache import ChannelVectors, component_strings
+from ticketsim.channels.registry import bundled_files
 from ticketsim.channels.sentence import encode_groups
 from ticketsim.config import EncoderConfig, Params, VariantConfig, build
 from ticketsim.data.sources import load_corpus
@@ -106,11 +107,10 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     scores, train = trained.pair_scores(), (corpus.pairs["split"] == "train").to_numpy()
     calibrator = fit_calibrator(scores[train], corpus.pairs["label"].to_numpy()[train])
     calibrator.save(model / CALIBRATOR)
-    sources = {**{k: bundle / FILES[k] for k in ("word2vec", "char_blstm", "docnade")}, "weights": model / WEIGHTS,
-               "calibrator": model / CALIBRATOR, **{k: model / name for k, name in OPTIONAL.items()}}
+    sources = {"weights": model / WEIGHTS, "calibrator": model / CALIBRATOR, **{k: model / name for k, name in OPTIONAL.items()}}
     new = write_bundle(out / "bundle", text=scorer.text, variant=variant, scales=scorer.scales, words=trained.inputs.words,
                        siamese=replace(params.siamese, max_tokens=scorer.max_tokens, encoder=encoder), sources=sources,
-                       sentence=scorer.sentence, bm25=scorer.bm25)
+                       channels=bundled_files(bundle), sentence=scorer.sentence, bm25=scorer.bm25)
     loaded = Scorer.load(new)
     torch_query = export_queries(new, loaded)     # the new tower's: the champion's export is of the old one
     reuse_index(index, loaded, new, out / "index")

@@ -28,6 +28,7 @@ import polars as pl
 from tqdm import tqdm
 
 from ticketsim.channels.encoder_files import encoder_size
+from ticketsim.channels.registry import CHANNELS, cache_path, dvc_stage, word_files
 from ticketsim.config import Params, stage_paths
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
@@ -425,16 +426,14 @@ def load_problem(params: Params, workspace: Path, dataset: str, names: list[str]
     if unknown:
         raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
     files = stage_paths("tune", dataset, workspace)
-    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
-    needed = {c for c in set().union(channels, *(reads(metric_of(every[name])) for name in names)) if c in cached}
-    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
-    missing += [files[key] for key in ("corpus", "tokens", "word2vec", "char_blstm") if not Path(files[key]).exists()]
+    needed = set().union(channels, *(reads(metric_of(every[name])) for name in names)) & set(CHANNELS)
+    missing = [str(cache_path(files["channels"], c)) for c in sorted(needed) if not cache_path(files["channels"], c).is_file()]
+    missing += [path for path in (files["corpus"], files["tokens"], *word_files(files["channels"])) if not Path(path).exists()]
     if missing:
-        raise StepError(f"{', '.join(missing)} missing: run `dvc repro sentence_encoder@{dataset} embedding@{dataset}` in "
-                        f"{workspace} first")
-    present = [path for path in cached.values() if Path(path).is_file()]
-    return prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
-                                 [every[name] for name in names], splits=splits, also=cached)
+        stages = " ".join(dvc_stage(dataset, c) for c in sorted(needed | {"E"}))    # E: the word table
+        raise StepError(f"{', '.join(missing)} missing: run `dvc repro {stages}` in {workspace} first")
+    return prepare_files(params, files["corpus"], files["tokens"], files["channels"], [every[name] for name in names],
+                         splits=splits, also=CHANNELS)
 
 
 def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,

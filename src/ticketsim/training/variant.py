@@ -13,6 +13,7 @@ import polars as pl
 import torch
 
 from ticketsim.channels.cache import ChannelVectors
+from ticketsim.channels.registry import load_caches, word_files
 from ticketsim.config import (
     ConfigError,
     MiningConfig,
@@ -147,18 +148,17 @@ def training_inputs(params: Params, tokens: Tokens, channels: Sequence[ChannelVe
                     inputs_digest(tokens, table, channels), labelled)
 
 
-def prepare_files(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: Sequence[str],
-                  variants: Sequence[VariantConfig], labelled: bool = True, splits: Sequence[str] | None = None,
-                  also: Iterable[str] = ()) -> Prepared:
-    """`training_inputs` over the pipeline's files (the prepared corpus, tokens, channel E's word models, cached channels),
-    with the cached channels the variants read and those named in `also`."""
+def prepare_files(params: Params, corpus: str, tokens: str, channels: str | Path, variants: Sequence[VariantConfig],
+                  labelled: bool = True, splits: Sequence[str] | None = None, also: Iterable[str] = ()) -> Prepared:
+    """`training_inputs` over the pipeline's files (the prepared corpus, tokens, the channels folder: channel E's word models and
+    the caches), with the cached channels the variants read and those named in `also` (of them, those written)."""
     from ticketsim.channels.char_blstm import load_checkpoint
     from ticketsim.channels.sumemb import word_vectors
     from ticketsim.channels.word2vec import load_vectors
 
+    word2vec, char_blstm = word_files(channels)
     chars, vectors = load_checkpoint(char_blstm), load_vectors(word2vec)
-    wanted = set(also).union(*(reads(metric_of(v)) for v in variants))
-    cached = [v for v in map(ChannelVectors.load, channels) if v.channel in wanted]
+    cached = load_caches(channels, set(also).union(*(reads(metric_of(v)) for v in variants)))
     return training_inputs(params, Tokens.read(tokens), cached, lambda words: word_vectors(words, vectors, chars), chars.dim,
                            variants, Corpus.read(corpus), labelled=labelled, splits=splits)
 

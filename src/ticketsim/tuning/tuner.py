@@ -24,7 +24,7 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -53,11 +53,11 @@ from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, f
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
 
 
-def tuning_inputs(params: Params, corpus: str, tokens: str, word2vec: str, char_blstm: str, channels: Sequence[str]) -> Prepared:
+def tuning_inputs(params: Params, corpus: str, tokens: str, channels: str) -> Prepared:
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
     test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)
-    return prepare_files(params, corpus, tokens, word2vec, char_blstm, channels, [final], splits=CHOICE_SPLITS,
+    return prepare_files(params, corpus, tokens, channels, [final], splits=CHOICE_SPLITS,
                          also=space_metric(params.tune, final).channels)
 
 

@@ -17,9 +17,8 @@ def tune_command(params: str, dataset: str, workers: int | None, out: str | None
     `plots` say otherwise."""
     loaded = load_params(params).for_dataset(dataset)
     files, base = stage_paths("tune", dataset), Path(stage_paths("siamese", dataset)["out"]) / loaded.siamese.final
-    channels = [path for path in files["channels"] if Path(path).is_file()]
     result = run(loaded, dataset,
-                 lambda: tuning_inputs(loaded, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], channels),
+                 lambda: tuning_inputs(loaded, files["corpus"], files["tokens"], files["channels"]),
                  out or files["out"], metrics or files["metrics"], plots or files["plots"], workers,
                  base if (base / WEIGHTS).is_file() else None)
     if line := untuned_line(loaded, dataset, out or files["out"]):
