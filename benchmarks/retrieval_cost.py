@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ticketsim.config import load_params, stage_paths
+from ticketsim.config import Workspace, load_params
 from ticketsim.training.variant import Prepared, threads_alone
 from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models
 from ticketsim.tuning.tuner import prepared_for_tuning
@@ -62,10 +62,10 @@ def main() -> None:
     params = load_params("params.yaml").for_dataset(args.dataset)
     if args.variant:
         params = replace(params, siamese=replace(params.siamese, final=args.variant))
-    files = stage_paths("tune", args.dataset)
+    files = Workspace(args.dataset)
     torch.set_num_threads(threads_alone(params.siamese, params.siamese.variant(params.siamese.final)))
-    problem = prepared_for_tuning(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"],
-                                  files["channels"])
+    problem = prepared_for_tuning(params, str(files.corpus), str(files.tokens), str(files.word2vec), str(files.char_blstm),
+                                  [str(path) for path in files.caches().values()])
     queries, tickets = problem.pairs["query_id"].n_unique(), len(problem.tokens.tickets)
     print(table(measure(problem, args.trials),
                 f"{args.dataset}: #{params.siamese.final}, {params.tune.folds} folds, {queries} train + dev queries, "

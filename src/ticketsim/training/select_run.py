@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from ticketsim.config import Params, stage_paths
+from ticketsim.config import Params, Workspace
 from ticketsim.data.tables import LAY
 from ticketsim.errors import StepError
 from ticketsim.evaluate.baselines import bm25_matrix, channel_matrix, source_order_scores
@@ -126,24 +126,24 @@ def baseline_scores(problem: Prepared, params) -> dict[str, np.ndarray]:
 
 def load_problem(params: Params, workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
                  splits: tuple[str, ...] = CHOICE_SPLITS) -> Prepared:
-    """The Prepared of `dataset` from the workspace's tuner files (the same inputs), with the cached channels the named
+    """The Prepared of `dataset` from the workspace's tuner files (the same inputs: config.workspace), with the cached channels the named
     variants read and `channels`; one-line errors for an unknown name or a missing cache."""
     params.dataset(dataset)
     every = {**params.siamese.variants, **params.siamese.finetuned}
     unknown = [name for name in names if name not in every]
     if unknown:
         raise StepError(f"--variants {' '.join(unknown)}: not in siamese.variants or siamese.finetuned (have: {', '.join(every)})")
-    files = stage_paths("tune", dataset, workspace)
-    cached = {Path(path).stem: path for path in files["channels"]}   # E, T, S -> data/<dataset>/channels/<c>.npz
+    files = Workspace(dataset, workspace)
+    cached = files.caches()
     needed = {c for c in set().union(channels, *(reads(metric_of(every[name])) for name in names)) if c in cached}
-    missing = [cached[c] for c in sorted(needed) if not Path(cached[c]).is_file()]
-    missing += [files[key] for key in ("corpus", "tokens", "word2vec", "char_blstm") if not Path(files[key]).exists()]
+    missing = [cached[c] for c in sorted(needed) if not cached[c].is_file()]
+    missing += [path for path in (files.corpus, files.tokens, files.word2vec, files.char_blstm) if not path.exists()]
     if missing:
-        raise StepError(f"{', '.join(missing)} missing: run `dvc repro sentence_encoder@{dataset} embedding@{dataset}` in "
-                        f"{workspace} first")
-    present = [path for path in cached.values() if Path(path).is_file()]
-    return prepare_files(params, files["corpus"], files["tokens"], files["word2vec"], files["char_blstm"], present,
-                                 [every[name] for name in names], splits=splits, also=cached)
+        raise StepError(f"{', '.join(map(str, missing))} missing: run `dvc repro sentence_encoder@{dataset} "
+                        f"embedding@{dataset}` in {workspace} first")
+    present = [str(path) for path in cached.values() if path.is_file()]
+    return prepare_files(params, str(files.corpus), str(files.tokens), str(files.word2vec), str(files.char_blstm), present,
+                         [every[name] for name in names], splits=splits, also=list(cached))
 
 
 def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
