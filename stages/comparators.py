@@ -20,6 +20,7 @@ from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.comparators import Comparators, compare_saved, title
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"}, needs_labels=True)
@@ -50,4 +51,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -14,6 +14,7 @@ from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Arg, Stage
 from ticketsim.training.siamese_rows import log_row, over_row_seeds, rows_of, train_row
 from ticketsim.training.variant import prepare_files
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
@@ -36,4 +37,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -16,6 +16,7 @@ from ticketsim.channels.topics import (
 from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("topics", __doc__, reads=("tokens",), writes=("metrics", "reports"),
               options={"models": "folder for the models: m1.pt, m2.pt, lda_m1.npz, lda_m2.npz",
@@ -51,4 +52,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -4,6 +4,7 @@ import sys
 from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
 from ticketsim.tuning.tuner import prepared_for_tuning, run, unsearched_line
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "word2vec", "char_blstm"), writes=("metrics", "plots"),
               options={"channels": Arg("cached channel vectors (.npz): E, T, S", many=True),
@@ -25,4 +26,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ticketsim.config.workspace import Workspace
-from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError
+from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError, Terminated
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
@@ -300,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except Terminated as stopped:     # SIGTERM, once the workers are dead and the runs closed
+        return stopped.status
     except Exception as error:
         import traceback
 
