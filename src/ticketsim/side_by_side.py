@@ -51,10 +51,10 @@ def _terminated(signum: int, frame: object) -> None:
 
 @contextmanager
 def reaped() -> Iterator[None]:
-    """While the block runs, SIGTERM raises ticketsim.errors.Terminated (in the main thread, the one signals reach) as Ctrl-C raises
-    KeyboardInterrupt; when either, or the close of a generator, ends the block, this process's workers are killed
-    before it unwinds further. Start the workers in the thread that runs the block: the kernel's parent of a worker is
-    the thread that started it."""
+    """While the block runs, SIGTERM raises ticketsim.errors.Terminated (in the main thread, the one signals reach) as
+    Ctrl-C raises KeyboardInterrupt; when either, or the close of a generator, ends the block, this process's workers
+    are killed before it unwinds further (the command line ends with Terminated's status). Start the workers in the
+    thread that runs the block: the kernel's parent of a worker is the thread that started it."""
     main = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
