@@ -55,6 +55,7 @@ from ticketsim.config import (
     VariantConfig,
     Word2VecConfig,
 )
+from ticketsim.config.workspace import FOLDERS
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import Calibrator
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from ticketsim.search.searcher import Searcher
 
 REPO = Path(__file__).resolve().parents[1]
-OUTPUTS = ("data/", "metrics/", "plots/", "reports/", "models/", "tuned/")
 HOST = "127.0.0.1"
 
 
@@ -86,7 +86,7 @@ def clone(root: Path, revision: str | None = None) -> Path:
             if (REPO / name).is_file():
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(REPO / name, root / name)
-    for name in OUTPUTS:
+    for name in FOLDERS:      # the pipeline's outputs (config.workspace)
         shutil.rmtree(root / name, ignore_errors=True)
     (root / "dvc.lock").unlink(missing_ok=True)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ticketsim.config import load_params, stage_paths
+from ticketsim.config import Workspace, load_params
 from ticketsim.training.variant import Prepared, threads_alone
 from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models
 from ticketsim.tuning.tuner import tuning_inputs
@@ -62,9 +62,9 @@ def main() -> None:
     params = load_params("params.yaml").for_dataset(args.dataset)
     if args.variant:
         params = replace(params, siamese=replace(params.siamese, final=args.variant))
-    files = stage_paths("tune", args.dataset)
+    files = Workspace(args.dataset)
     torch.set_num_threads(threads_alone(params.siamese, params.siamese.variant(params.siamese.final)))
-    problem = tuning_inputs(params, files["corpus"], files["tokens"], files["channels"])
+    problem = tuning_inputs(params, str(files.corpus), str(files.tokens), str(files.channels))
     queries, tickets = problem.pairs["query_id"].n_unique(), len(problem.tokens.tickets)
     print(table(measure(problem, args.trials),
                 f"{args.dataset}: #{params.siamese.final}, {params.tune.folds} folds, {queries} train + dev queries, "

@@ -4,6 +4,7 @@ allows one (ticketsim.search.queries: a search then needs no torch)."""
 from ticketsim.bundle.writer import final_bundle
 from ticketsim.search.queries import export_queries
 from ticketsim.stage import Stage
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("bundle", __doc__, reads=("channels",),
               options={"model": "the final stage's folder", "out": "the bundle folder"})
@@ -18,4 +19,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

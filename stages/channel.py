@@ -13,6 +13,7 @@ from ticketsim.errors import StepError
 from ticketsim.lifecycle.tracking import log_dict, log_metrics
 from ticketsim.stage import Arg, Stage
 from ticketsim.text.tokenize import Tokens
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("channel", __doc__, reads=("corpus", "tokens"), writes=("metrics", "reports", "plots"),
               options={"channel": Arg(f"a channel of the registry ({', '.join(CHANNELS)})"),
@@ -49,4 +50,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

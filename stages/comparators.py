@@ -21,6 +21,7 @@ from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Stage
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.comparators import Comparators, compare_saved, title
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("comparators", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"out": "folder for a folder per model: checkpoint.pt and calibrator.json"}, needs_labels=True)
@@ -51,4 +52,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -10,6 +10,7 @@ from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.stage import Stage
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("index", __doc__, reads=("bundle", "corpus", "channels"), writes=("metrics", "plots"),
               options={"out": "the index folder"})
@@ -36,4 +37,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

@@ -9,6 +9,7 @@ from ticketsim.lifecycle.promotion import crown_first
 from ticketsim.lifecycle.tracking import log_metrics
 from ticketsim.search.index import TicketIndex, model_hash
 from ticketsim.stage import Stage
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("register", __doc__, reads=("bundle",),
               options={"index": "the index stage's folder (built with this bundle)", "results": "the final variant's metrics JSON"})
@@ -36,4 +37,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

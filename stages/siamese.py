@@ -14,6 +14,7 @@ from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Stage
 from ticketsim.training.siamese_rows import log_row, over_row_seeds, rows_of, train_row
 from ticketsim.training.variant import prepare_files
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"out": "folder for a folder per row: its trained model, checkpoints, calibrator.json, scales.json"},
@@ -35,4 +36,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

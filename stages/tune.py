@@ -4,6 +4,7 @@ import sys
 from ticketsim.config import ConfigError
 from ticketsim.stage import Arg, Stage
 from ticketsim.tuning.tuner import run, tuning_inputs, untuned_line
+from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("tune", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"workers": Arg("processes running trials at once (default: tune.workers)", required=False, type=int),
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script(main)

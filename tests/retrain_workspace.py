@@ -86,7 +86,8 @@ def make_workspace(root: Path, tracking_uri: str | None = None, params: dict | N
                GIT_COMMITTER_EMAIL="t@t", **({URI_VARIABLE: tracking_uri} if tracking_uri else {}))
     for folder in ("src", "stages"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("params.yaml", "params-research.yaml", "dvc.yaml", "channels.yaml", ".dvcignore", ".dvc/config", ".dvc/.gitignore"):
+    for name in ("params.yaml", "params-research.yaml", "dvc.yaml", "channels.yaml", "workspace.yaml", ".dvcignore", ".dvc/config",
+                 ".dvc/.gitignore"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, root / name)
     shutil.copy2(REPO / "tests" / "retrain_standin.py", root / "stages" / f"{STANDIN}.py")

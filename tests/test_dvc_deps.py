@@ -1,6 +1,6 @@
 """dvc.yaml's code deps are complete: every ticketsim module a stage's script imports, directly or through other modules,
 is a dep of that stage (the file or a folder above it), so a change to it reruns the stage. The plumbing that shapes
-no output (reading params, MLflow runs, the stage helper, error types) is not followed."""
+no output (reading params, MLflow runs, the stage helper and how its process ends, error types) is not followed."""
 import ast
 import shlex
 from pathlib import Path
@@ -10,7 +10,8 @@ from dvc.repo import Repo
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-PLUMBING = ("ticketsim/config/", "ticketsim/lifecycle/tracking.py", "ticketsim/stage.py", "ticketsim/errors.py")
+PLUMBING = ("ticketsim/config/", "ticketsim/lifecycle/tracking.py", "ticketsim/stage.py", "ticketsim/workflows/stage_process.py",
+            "ticketsim/errors.py")
 
 
 def module_files(name: str) -> list[Path]:

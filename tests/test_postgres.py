@@ -27,7 +27,7 @@ import optuna
 import pytest
 import sqlalchemy
 import yaml
-from conftest import REPO, random_channel, tiny_corpus
+from conftest import random_channel, tiny_corpus
 from optuna.distributions import FloatDistribution
 from postgres_server import PostgresServer, find_bin_dir, start
 from test_mlflow_server import mlflow_server, retrain_gate_and_rollback_over_http
@@ -79,7 +79,7 @@ FINAL = {"channels": {"h": 0.7, "E": 0.1, "T": 0.2},
 
 
 def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
-    """What `ticketsim tune tiny` reads (dvc.yaml's tune inputs), from a tiny synthetic corpus, in a few seconds:
+    """What `ticketsim tune tiny` reads (the tune stage's inputs, config.workspace), from a tiny synthetic corpus, in a few seconds:
     prepared tables, tokens, a small word2vec and char-BLSTM, E and T caches (random vectors: only their shapes matter
     here), params.yaml with retrain-mode trials of a few epochs (each a second or so, long enough to be killed in)."""
     corpus, tokens = tiny_corpus()
@@ -105,7 +105,6 @@ def tune_workspace(root: Path, storage: str, tracking: str) -> Path:
                             "levels": dict.fromkeys(FINAL["levels"], [0.0, 0.4])}},
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    shutil.copy(REPO / "dvc.yaml", root / "dvc.yaml")     # where `ticketsim tune` finds the tune stage's files
     return root
 
 

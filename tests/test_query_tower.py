@@ -31,6 +31,7 @@ from ticketsim.config import (
     TextConfig,
     TrackingConfig,
     VariantConfig,
+    Workspace,
     load_params,
 )
 from ticketsim.data.csvsource import write_corpus
@@ -40,7 +41,6 @@ from ticketsim.data.review import accept
 from ticketsim.data.synthetic import generate
 from ticketsim.data.tables import LABELS, QUERY_FIELDS, Corpus
 from ticketsim.lifecycle.feedback_check import checked_export
-from ticketsim.lifecycle.gate_pairs import SENTENCE_CACHE
 from ticketsim.lifecycle.promotion import label as version_label
 from ticketsim.lifecycle.promotion import run_gate
 from ticketsim.lifecycle.registry import CHAMPION, ModelVersion, aliases, load_version, promote, version_by_alias
@@ -178,7 +178,7 @@ def test_retrain_takes_the_query_tower_road_for_a_champion_with_fq_and_the_full_
         retrain(params, full)
         assert (calls, roads) == (expected_calls, expected_roads), champion
     register = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["register"]["do"]
-    assert "models/${key}/index" in register["deps"] and params.retrain.targets == ("register@default",)
+    assert "${ws.models}/${key}/${ws.index}" in register["deps"] and params.retrain.targets == ("register@default",)
 
 
 @pytest.mark.slow    # two models registered, loaded and scored by the gate: minutes on 2 busy cores
@@ -271,7 +271,7 @@ def test_feedback_on_the_query_tower_road_is_checked_before_it_trains_and_gated_
     asked = corpus.queries.filter(pl.col("query_id").str.starts_with("U"))    # the end-user queries, named by their text
     asked = asked.with_columns(query_id=pl.Series([text_query_id(*text) for text in asked.select(*QUERY_FIELDS).iter_rows()]))
     texts = Corpus(corpus.tickets, pl.concat([corpus.queries, asked]).unique("query_id", keep="first"), corpus.pairs.head(0))
-    sentence_channel(texts, SENTENCE, progress=False)[0].save(tmp_path / SENTENCE_CACHE.format(dataset="default"))
+    sentence_channel(texts, SENTENCE, progress=False)[0].save(tmp_path / Workspace("default").channel("S"))
     params = replace(defaults, seed=3, datasets={"default": DatasetConfig("default", "csv", raw=str(folder))}, sentence=SENTENCE,
                      tracking=TrackingConfig(f"sqlite:///{tmp_path / 'mlflow.db'}", "feedback", str(tmp_path / "art")),
                      retrain=replace(defaults.retrain, dataset="default"),

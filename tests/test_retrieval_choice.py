@@ -21,7 +21,8 @@ from ticketsim.lifecycle.promotion import gate_rules
 from ticketsim.lifecycle.tracking import metric_values
 from ticketsim.model.scores import side_channels
 from ticketsim.threads import torch_threads
-from ticketsim.training.selection_report import method_figures, select
+from ticketsim.training.select_render import method_figures
+from ticketsim.training.select_run import select
 from ticketsim.training.shift import Shifts
 from ticketsim.training.variant import CHOICE_SPLITS, train_variant, training_inputs
 from ticketsim.tuning.rescore import cv_retrieve, fold_models
@@ -86,15 +87,16 @@ def problem_of(params: Params, case):
 def test_select_chooses_by_retrieval_where_rerank_would_choose_the_other(tmp_path, case):
     problem = problem_of(params_of(tmp_path, VARIANTS, "S-only"), case)
     shifts = Shifts(lay=False, later=None, parts={})
-    by = {decides: select(problem, ["S-only", "E-only", "T-only"], shifts, 3, [0], 1, None, False, 1000, decides)
+    by = {decides: select(problem, ["S-only", "E-only", "T-only"], shifts, 3, [0], 1, None, False, 1000, decides,
+                         dataset="tiny")
           for decides in ("retrieve", "rerank")}
-    figures = by["retrieve"]["configurations"]
+    figures = by["retrieve"].configurations
     assert figures["S-only"]["cv_map"]["mean"] == pytest.approx(1.0)            # rerank: S orders the judged perfectly
     assert figures["E-only"]["cv_map"]["mean"] == pytest.approx(0.5)
     assert figures["S-only"]["cv_retrieve"]["mrr"]["mean"] == pytest.approx(0.25)   # retrieval: S's decoys come first
     assert figures["E-only"]["cv_retrieve"]["mrr"]["mean"] == pytest.approx(0.5)
-    assert by["rerank"]["judgement"]["choice"] == "S-only"
-    assert by["retrieve"]["judgement"]["choice"] == "E-only"
+    assert by["rerank"].judgement["choice"] == "S-only"
+    assert by["retrieve"].judgement["choice"] == "E-only"
     logged = method_figures(by["retrieve"])     # what the select run logs per configuration
     assert logged["E-only"]["cv"]["retrieve"]["mrr@10"] == pytest.approx(0.5)
     assert logged["S-only"]["cv"]["rerank"]["map"] == pytest.approx(1.0)

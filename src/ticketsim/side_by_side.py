@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
+from ticketsim.errors import Terminated
 from ticketsim.threads import torch_threads
 
 Job, Result = TypeVar("Job"), TypeVar("Result")
@@ -44,21 +45,21 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)      # the shell's status for a process a signal ended
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
 
 
 @contextmanager
 def reaped() -> Iterator[None]:
-    """While the block runs, SIGTERM raises SystemExit (in the main thread, the one signals reach) as Ctrl-C raises
-    KeyboardInterrupt; when either, or the close of a generator, ends the block, this process's workers are killed
-    before it unwinds further. Start the workers in the thread that runs the block: the kernel's parent of a worker is
-    the thread that started it."""
+    """While the block runs, SIGTERM raises ticketsim.errors.Terminated (in the main thread, the one signals reach) as
+    Ctrl-C raises KeyboardInterrupt; when either, or the close of a generator, ends the block, this process's workers
+    are killed before it unwinds further (the command line ends with Terminated's status). Start the workers in the
+    thread that runs the block: the kernel's parent of a worker is the thread that started it."""
     main = threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main else None
+    before = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         yield
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+    except (KeyboardInterrupt, Terminated, GeneratorExit):
         for process in multiprocessing.active_children():
             process.kill()
         raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ticketsim.config import ConfigError, DatasetConfig, Params, load_params
+from ticketsim.workflows.stage_process import refused, skipped
 
 # The files of the pipeline that several stages read or write, by the option that names them.
 PIPELINE_FILES = {
@@ -73,7 +73,7 @@ class Stage:
         try:
             params = load_params(args.params).for_dataset(args.dataset)   # siamese.final: the dataset's own
         except ConfigError as error:
-            sys.exit(f"{self.name}@{args.dataset}: {error}")
+            refused(f"{self.name}@{args.dataset}: {error}")
         stage = StageRun(self, args.dataset, params, args)
         needs_labels = self.needs_labels(args) if callable(self.needs_labels) else self.needs_labels
         if needs_labels and not stage.dataset_config.labels:
@@ -105,8 +105,7 @@ class StageRun:
                 path.write_text(json.dumps({"skipped": reason}) + "\n")
             else:
                 path.mkdir(parents=True, exist_ok=True)
-        print(f"{self.stage.name}@{self.dataset}: skipped, {reason}")
-        sys.exit(0)
+        skipped(f"{self.stage.name}@{self.dataset}: skipped, {reason}")
 
     @contextmanager
     def run(self, logged: Mapping[str, Any] | None = None, *, stage: str | None = None,

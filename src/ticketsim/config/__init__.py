@@ -1,7 +1,7 @@
 """The params: params.yaml and params-research.yaml -> typed, frozen dataclasses, read once and passed down. The only
 package that reads the params files; its modules: coerce (a mapping -> a dataclass), schema (every key, its default and
-help), load (the files), names (what the params name, checked against each other), paths (dvc.yaml's
-paths), edit (params.yaml's text), reference (docs/params.md)."""
+help), load (the files), names (what the params name, checked against each other), workspace (where the
+pipeline keeps each dataset's files, for the code and dvc.yaml's vars), edit (params.yaml's text), reference (docs/params.md)."""
 from ticketsim.config.coerce import ConfigError, build, coerce
 from ticketsim.config.edit import set_dataset
 from ticketsim.config.load import (
@@ -16,7 +16,6 @@ from ticketsim.config.load import (
     text_encoding,
     with_default_files,
 )
-from ticketsim.config.paths import stage_paths
 from ticketsim.config.reference import reference_markdown
 from ticketsim.config.schema import (
     BM25Config,
@@ -57,6 +56,7 @@ from ticketsim.config.schema import (
     Word2VecConfig,
     param,
 )
+from ticketsim.config.workspace import Workspace, workspace_vars
 
 __all__ = [
     "RESEARCH", "SEMEVAL_FILES", "BM25Config", "ChannelRows", "CharBLSTMConfig", "ColumnMapping", "ComparatorsConfig",
@@ -65,5 +65,6 @@ __all__ = [
     "PrunerConfig", "RetrainConfig", "ReviewConfig", "SearchSpace", "SentenceConfig", "ServeConfig", "SiameseParams",
     "SyntheticConfig", "TextConfig", "TextLengths", "TopicVocabularyConfig", "TopicsConfig", "TrackingConfig", "TrainConfig",
     "TuneConfig", "VariantConfig", "Word2VecConfig", "build", "coerce", "csv_delimiter", "homes", "load_columns", "load_params",
-    "load_tuned", "param", "read_yaml", "reference_markdown", "set_dataset", "stage_paths", "text_encoding", "with_default_files",
+    "load_tuned", "param", "read_yaml", "reference_markdown", "set_dataset", "text_encoding", "with_default_files",
+    "Workspace", "workspace_vars",
 ]

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import DatasetConfig, EvaluationConfig, Params, SentenceConfig, TrackingConfig
+from ticketsim.config import DatasetConfig, EvaluationConfig, Params, SentenceConfig, TrackingConfig, Workspace
 from ticketsim.data.source_record import CSV_TABLES
 from ticketsim.data.sources import load_corpus
 from ticketsim.data.tables import Corpus
@@ -28,7 +28,6 @@ from ticketsim.lifecycle.registry import ModelVersion, load_version
 from ticketsim.lifecycle.tracking import metric_values
 
 SPLIT = "dev"
-SENTENCE_CACHE = "data/{dataset}/channels/S.npz"    # the sentence_encoder stage's output (dvc.yaml)
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def on_pairs(params: Params, tickets: pl.DataFrame, queries: pl.DataFrame, pairs
 def cached_sentences(corpus: Corpus, dataset: str) -> tuple[ChannelVectors, ...]:
     """The sentence_encoder stage's channel S when it holds every ticket and query of `corpus` (the intake only appends,
     so a text under a known id is the one encoded), else nothing: the models encode the texts themselves."""
-    path = Path(SENTENCE_CACHE.format(dataset=dataset))
+    path = Workspace(dataset).channel("S")
     if not path.is_file():
         return ()
     vectors = ChannelVectors.load(path)

@@ -15,11 +15,8 @@ from typing import Any
 import mlflow
 from mlflow.exceptions import MlflowException
 
-from ticketsim.config import TrackingConfig
+from ticketsim.config import TrackingConfig, Workspace
 from ticketsim.errors import StepError
-
-# The corpus a dataset's stage runs read, as the DVC layout places it (relative to the repo, where dvc runs every stage).
-PREPARED = "data/{dataset}/prepared"
 
 
 @contextmanager
@@ -32,7 +29,8 @@ def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, param
     The stage tag is the stage alone (`siamese`, never `siamese#15`): a variant, method or configuration is a tag and a
     param, never part of a metric key, so every run of a stage logs a figure under one key (`dev.rerank.map`) and the
     compare view charts one column for all of them. `name` (default 'stage@dataset') may say more: 'siamese#15@default'.
-    `corpus`: the prepared folder (default PREPARED); `raw`: the raw files it was prepared from (the input's source);
+    `corpus`: the prepared folder (default: the dataset's, config.workspace, relative to where dvc runs every stage);
+    `raw`: the raw files it was prepared from (the input's source);
     `context`: how the run uses it, "train" (fits something to it) or "eval" (only scores it).
     """
     uri = tracking_uri(cfg)
@@ -43,7 +41,7 @@ def stage_run(cfg: TrackingConfig, stage: str, dataset: str | None = None, param
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=run_tags) as run:
         if params:
             mlflow.log_params({sanitize(k): v for k, v in flatten(params).items()})
-        folder = Path(corpus) if corpus else Path(PREPARED.format(dataset=dataset)) if dataset else None
+        folder = Path(corpus) if corpus else Workspace(dataset).corpus if dataset else None
         # What the run found when it started; a run that finds none (prepare, whose old output DVC removed) logs what it wrote.
         logged = folder is not None and log_corpus(dataset, folder, raw, context)
         yield run

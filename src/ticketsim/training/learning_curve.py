@@ -29,6 +29,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means, retrieve_by_query
+from ticketsim.training.select_report import spread
 from ticketsim.training.selection import (
     fold_pairs,
     mean_ap,
@@ -38,7 +39,6 @@ from ticketsim.training.selection import (
     retrieval_run,
     scored_under,
 )
-from ticketsim.training.selection_report import spread
 from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
 
 SIZES = ("25", "50", "100", "200", "all")   # judged queries per model; `all`: each fold's whole pool

@@ -155,7 +155,7 @@ def cheapest(best: str, cv_map: Mapping[str, float], against_best: Mapping[str, 
              cost: Mapping[str, Sequence[int] | None], alpha: float = 0.05) -> str:
     """The configuration to register: of `best` (choose's) and the others that pass (against_best: their paired tests
     against best by CV and under each shift), those not significantly below best anywhere, the one that costs least to
-    index a ticket (cost: selection_report.prices, the encoder's work, then the index's dimensions; None, as in a report
+    index a ticket (cost: select_report.prices, the encoder's work, then the index's dimensions; None, as in a report
     that predates it: best's), ties by CV. Quality within the noise is not worth its price in encoder passes."""
     level = [name for name, by_shift in against_best.items()
              if not any(t["mean_difference"] < 0 and t["p"] < alpha for t in by_shift.values())]

@@ -13,7 +13,7 @@ from ticketsim.config import load_params
 from ticketsim.errors import OK, StepError
 from ticketsim.training.curve_report import log, write
 from ticketsim.training.learning_curve import SIZES, learning_curve, parse_size, pool_sizes, runnable
-from ticketsim.training.selection_report import S_ROW, baseline_matrices, load_problem
+from ticketsim.training.select_run import S_ROW, baseline_matrices, load_problem
 from ticketsim.training.shift import shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 

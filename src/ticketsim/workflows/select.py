@@ -1,5 +1,6 @@
 """`ticketsim select`: configurations chosen honestly on a workspace's pipeline files, the report of
-ticketsim.training.selection_report printed, written and logged to MLflow; or several such reports merged into one."""
+ticketsim.training.select_run (a SelectReport) printed, written and logged to MLflow; or several such reports merged
+into one (SelectReport.merge)."""
 from __future__ import annotations
 
 import sys
@@ -15,27 +16,29 @@ from ticketsim.errors import OK, StepError
 from ticketsim.lifecycle.tracking import log_methods, stage_run
 from ticketsim.model.branches import reads
 from ticketsim.scoring.weights import metric_of
-from ticketsim.training.selection_report import load_problem, markdown, merged, method_figures, select, write
+from ticketsim.training.select_render import as_json, markdown, method_figures, write
+from ticketsim.training.select_report import SelectReport
+from ticketsim.training.select_run import load_problem, select
 from ticketsim.training.shift import THREADED, shifts_of
 from ticketsim.training.variant import CHOICE_SPLITS, threads_alone
 
 
-def told(report: dict, out: Path | None, params: Params | None) -> None:
+def told(report: SelectReport, out: Path | None, params: Params | None) -> None:
     """The report's table and its seconds printed, its JSON written to `out` where one is given, and (with `params`) a
     `select` run in their tracking experiment: the table and the JSON, one child run per configuration with its CV
     figures (retrieve and rerank) and each shift's, the choice as a tag."""
     table = markdown(report)
     print(table)
-    print(f"\n{report['seconds']:.0f} s")
+    print(f"\n{report.seconds:.0f} s")
     write(report, out)
     if params is not None:
-        judgement = report.get("judgement") or {}
-        logged = {"configurations": " ".join(report["configurations"]), "folds": report["folds"],
-                  "seeds": " ".join(map(str, report["cv_seeds"])), "decides": report.get("decides", "rerank")}
-        with stage_run(params.tracking, "select", report["dataset"], logged,
+        judgement = report.judgement or {}
+        logged = {"configurations": " ".join(report.configurations), "folds": report.folds,
+                  "seeds": " ".join(map(str, report.cv_seeds)), "decides": report.decides}
+        with stage_run(params.tracking, "select", report.dataset, logged,
                        tags={"choice": judgement.get("choice") or judgement.get("reference", "")}):
             mlflow.log_text(table, "select.md")
-            mlflow.log_dict(report, "select.json")
+            mlflow.log_dict(as_json(report), "select.json")
             log_methods(method_figures(report))
 
 
@@ -48,7 +51,7 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
     reports."""
     if merge:     # a configuration of a report that predates its cost's record: priced by the workspace's params, if any
         params = load_params(workspace / "params.yaml") if (workspace / "params.yaml").is_file() else None
-        told(merged(merge, resamples, params), out, None)   # the runs merged were logged as they ran
+        told(SelectReport.merge(merge, resamples, params), out, None)   # the runs merged were logged as they ran
         return OK
     if not dataset or not variants:
         raise StepError("--dataset and --variants are required (or --merge)")
@@ -72,8 +75,7 @@ def select_command(workspace: Path, dataset: str | None, variants: list[str] | N
         other = load_problem(load_params(other_workspace / "params.yaml"), other_workspace, name, [], read)
     shifts = shifts_of(problem, cfg.source, train_parts(cfg) if cfg.source in THREADED else {}, other)
     cv_seeds = len(seeds) if cv_seeds is None else cv_seeds
-    report = {"command": " ".join(sys.argv),
-              **select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol),
-              "dataset": dataset, "workspace": str(workspace.resolve()), "seconds": round(time.perf_counter() - started, 1)}
+    report = select(problem, variants, shifts, folds, seeds, cv_seeds, epochs, baselines, resamples, cfg.protocol,
+                    dataset=dataset, command=" ".join(sys.argv), workspace=str(workspace.resolve()), started=started)
     told(report, out, None if no_mlflow else params)
     return OK
