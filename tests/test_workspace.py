@@ -16,9 +16,9 @@ from ticketsim.config.workspace import FILES, FOLDERS, Workspace
 
 # The stages' own outputs (--out) and inputs under other option names, as Workspace names them.
 OUT = {"sources": "source", "prepare": "corpus", "siamese": "siamese", "final": "final", "bundle": "bundle",
-       "index": "index", "comparators": "comparators"}
+       "index": "index", "comparators": "comparators", "channels": "channels"}
 NAMED = {("final", "variant_file"): lambda ws: ws.tuned, ("tune", "out"): lambda ws: ws.tuned,
-         ("bundle", "model"): lambda ws: ws.final, ("index", "sentence"): lambda ws: ws.channel("S")}
+         ("bundle", "model"): lambda ws: ws.final}
 
 
 def options(cmd: str) -> dict[str, list[str]]:
@@ -36,7 +36,7 @@ def options(cmd: str) -> dict[str, list[str]]:
 def stages(tmp_path_factory):
     """DVC's stages of dvc.yaml, resolved for the datasets default and other."""
     root = tmp_path_factory.mktemp("pipeline")
-    for name in ("dvc.yaml", "workspace.yaml"):
+    for name in ("dvc.yaml", "workspace.yaml", "channels.yaml"):
         shutil.copy(REPO / name, root / name)
     (root / "params.yaml").write_text(yaml.safe_dump({"datasets": {"default": {}, "other": {}}}))
     Repo.init(root, no_scm=True)
@@ -62,7 +62,7 @@ def test_each_stage_is_handed_the_files_the_workspace_names(stages, dataset):
     checked = 0
     for address, stage in stages.items():
         name, at = address.split("@")
-        if at != dataset:
+        if at.split("-channel")[0] != dataset:     # channels@<dataset>-channel<i>: the registry's matrix
             continue
         given = options(stage.cmd)
         want = {key: [str(ws.path(key))] for key in given if key in FILES}
