@@ -3,6 +3,7 @@ own cost, `index add`, a graph's recall against the exact search, the page's fig
 server's memory, channel S per backend and what it does to a ranking, a small clean clone and its stage commands, and
 the suite's CPU per test and per process."""
 import http.server
+import importlib.util
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from benchmarks import approximate, encoding, ingest, pipeline_time, search_scale
+from benchmarks import approximate, encoding, ingest, lexical_engines, pipeline_time, search_scale
 from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -69,6 +70,24 @@ def test_the_approximate_benchmark_sets_a_graphs_recall_and_time_beside_the_exac
         recalls = {int(cells[1]): (float(cells[2]), float(cells[3])) for cells in walked}
         assert set(recalls) == {2, 64} and recalls[64][0] >= 0.9 and 0 <= recalls[2][0] <= recalls[64][0] <= recalls[64][1]
     assert "float16 vectors against float32 on the 80 tickets:" in printed and "of 6 top 10s in the same order" in printed
+
+
+# --------------------------------------------------------------------------------------------------- lexical_engines
+def test_the_lexical_engines_benchmark_sets_the_postings_beside_the_installed_libraries(monkeypatch, capsys):
+    docs = lexical_engines.documents(50, 30, np.random.default_rng(0))
+    assert all(20 <= len(d) <= 120 for d in docs) and {w for d in docs for w in d} <= \
+        {f"w{i}" for i in range(1, 31)} and sum(d.count("w1") for d in docs) > sum(d.count("w30") for d in docs)
+    monkeypatch.setattr(sys, "argv", ["lexical_engines", "--tickets", "300", "--queries", "5", "--add", "20"])
+    lexical_engines.main()
+    printed = capsys.readouterr().out
+    rows = {cells[0]: [float(c) for c in cells[1:]] for line in printed.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]] if cells[1][:1].isdigit()}
+    installed = [name for name in ("bm25s", "tantivy") if importlib.util.find_spec(name)]
+    assert list(rows) == ["channels/bm25.py", *installed]      # write, open, every ticket, top 10, share, add
+    assert all(v >= 0 for row in rows.values() for v in row)     # times, some under the 0.1 ms printed
+    assert rows["channels/bm25.py"][4] == 1 and rows.get("bm25s", [1] * 5)[4] == 1   # the same BM25, in float32
+    assert 0.5 <= rows.get("tantivy", [1] * 5)[4] <= 1                                # its lengths quantised
+    assert all(f"{name} is not installed" in printed for name in {"bm25s", "tantivy"} - set(installed))
 
 
 # ------------------------------------------------------------------------------------------------------------ ingest

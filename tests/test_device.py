@@ -90,7 +90,7 @@ def test_the_fine_tuned_branch_trains_on_cuda_under_bfloat16(tiny_folder):
 
 CORE = ("ticketsim.device", "ticketsim.channels.sentence", "ticketsim.channels.encoder_backends", "ticketsim.model.branches",
         "ticketsim.model.siamese", "ticketsim.model.losses", "ticketsim.scoring.fused", "ticketsim.training.trainer")
-ABSENT = ("polars", "mlflow", "dvc", "optuna", "faiss", "gensim", "bm25s", "ruamel")
+ABSENT = ("polars", "mlflow", "dvc", "optuna", "faiss", "gensim", "ruamel")
 
 
 def test_the_encoder_and_training_core_import_without_polars_mlflow_or_dvc():

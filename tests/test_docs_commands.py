@@ -137,6 +137,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python -m benchmarks.approximate --index my-index --sizes 1000000":
         "a benchmark (the index tiled to a million tickets, its graph linked), not a test; tests/test_benchmarks.py runs it "
         "on a tiny bundle",
+    "python -m benchmarks.lexical_engines --tickets 100000 --queries 50 --add 1000":
+        "a benchmark (minutes: bm25s indexes 100,000 tickets twice), not a test; tests/test_benchmarks.py runs it on 300",
     "python -m benchmarks.ingest --tickets 100000 --add 1000":
         "a benchmark (about 45 minutes at the goal's size), not a test; tests/test_benchmarks.py runs it on a tiny bundle",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":

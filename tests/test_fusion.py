@@ -1,12 +1,13 @@
 """Beyond the paper: channel L (BM25 as a distance), pair channels in the metric, learned W and V, a ranking loss."""
-import bm25s
-import numpy as np
+import math
+
 import polars as pl
 import pytest
 import torch
 
+from ticketsim.channels.bm25 import Postings
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.channels.lexical import idf, lexical_scores
+from ticketsim.channels.lexical import lexical_scores
 from ticketsim.config import TrainConfig, VariantConfig
 from ticketsim.model.inputs import Inputs, encode_side, rank_distances, vocabulary_index
 from ticketsim.model.scores import pair_predictor
@@ -29,17 +30,27 @@ def test_lexical_distance_is_bm25_over_the_querys_ceiling():
     tickets = [["pump", "leak", "seal"], ["fan", "noise"], ["e4711", "pump", "fault", "fault"], ["pump"] * 40]
     queries = [["pump", "e4711"], ["unknownword"], ["fan", "fan"]]
     scores = lexical_scores(tokens_of(queries, tickets))
-    reference = bm25s.BM25(k1=1.5, b=0.75)
-    reference.index(tickets, show_progress=False)
-    assert np.allclose(scores.bm25, np.stack([reference.get_scores(q) for q in queries]), atol=1e-6)
-    weights = idf(tickets)
+    weights = Postings.build(tickets, 1.5, 0.75).idf
     assert scores.ceilings[0] == pytest.approx(weights["pump"] + weights["e4711"])
-    assert scores.ceilings[2] == pytest.approx(2 * weights["fan"])   # a repeated query word counts twice, as in bm25s
+    assert scores.ceilings[2] == pytest.approx(2 * weights["fan"])   # a repeated query word counts twice, as in BM25
     d = scores.distances()
     assert ((d >= 0) & (d <= 1)).all()
     assert d[0].argmin() == 2                       # the exact error code wins
     assert (d[1] == 1).all()                        # a query of words no ticket has: no lexical evidence
     assert d[0, 1] == 1 and d[0, 3] < d[0, 0]       # no shared word: 1; 40 x 'pump' nears the ceiling of 'pump'
+
+
+def test_bm25_is_lucenes_formula_worked_by_hand():
+    """Three tickets of lengths 3, 1 and 4 (mean 8/3), k1 1.2 and b .5: idf(pump) = log(1 + 1.5 / 2.5) (in 2 of 3),
+    idf(seal) = log(1 + 2.5 / 1.5) (in 1), and each posting adds idf * tf / (tf + k1 (1 - b + b length / mean))."""
+    postings = Postings.build([["pump", "leak", "pump"], ["fan"], ["pump", "fan", "seal", "seal"]], k1=1.2, b=0.5)
+    pump, seal = math.log(1.6), math.log(1 + 2.5 / 1.5)
+    norm = {3: 1.2 * (0.5 + 0.5 * 3 / (8 / 3)), 4: 1.2 * (0.5 + 0.5 * 4 / (8 / 3))}
+    by_hand = [pump * 2 / (2 + norm[3]), 0.0, pump * 1 / (1 + norm[4]) + seal * 2 / (2 + norm[4])]
+    assert postings.bm25(["pump", "seal", "unknownword"]).tolist() == pytest.approx(by_hand, rel=1e-6)
+    assert postings.bm25(["seal", "seal"])[2] == pytest.approx(2 * seal * 2 / (2 + norm[4]), rel=1e-6)
+    assert dict(postings.idf) == pytest.approx({"fan": pump, "leak": seal, "pump": pump, "seal": seal})
+    assert postings.ceiling(["pump", "seal", "seal", "unknownword"]) == pytest.approx(pump + 2 * seal)
 
 
 def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():

@@ -21,6 +21,7 @@ from test_index_store import DIES_AT
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
 from ticketsim.bundle.loader import Scorer
+from ticketsim.channels.bm25 import Postings
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import GraphConfig, ServeConfig
 from ticketsim.data.csvsource import read_records
@@ -29,7 +30,6 @@ from ticketsim.errors import StepError
 from ticketsim.search import sync
 from ticketsim.search.generations import generations
 from ticketsim.search.index import Encoded, TicketIndex, append, build_index, manifest_of, model_hash
-from ticketsim.search.postings import Postings
 from ticketsim.search.searcher import Searcher
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -20,12 +20,12 @@ from benchmarks.common import free_port, make_bundle
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
 from ticketsim.bundle.loader import Scorer
+from ticketsim.channels.bm25 import Postings
 from ticketsim.config import ServeConfig
 from ticketsim.data.feedback import Journal
 from ticketsim.errors import StepError
 from ticketsim.search.generations import POINTER, current
 from ticketsim.search.index import Encoded, TicketIndex, append, build_index, model_hash
-from ticketsim.search.postings import Postings
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 

@@ -182,12 +182,11 @@ def test_term_mismatch(default):
 
 
 def bm25_figures(corpus) -> dict[str, float]:
-    import bm25s
+    from ticketsim.channels.bm25 import Postings
 
     ids = corpus.tickets["ticket_id"].to_list()
     position = {ticket: i for i, ticket in enumerate(ids)}
-    retriever = bm25s.BM25()
-    retriever.index([tokens(text) for text in ticket_texts(corpus)], show_progress=False)
+    postings = Postings.build([tokens(text) for text in ticket_texts(corpus)], k1=1.5, b=0.75)
     queries = query_texts(corpus)
     rng = np.random.default_rng(0)
 
@@ -197,7 +196,7 @@ def bm25_figures(corpus) -> dict[str, float]:
 
     aps, random_aps, by_label = [], [], {value: [] for value in LABELS.values()}
     for (query_id,), group in corpus.pairs.filter(pl.col("split").is_in(("train", "dev"))).group_by("query_id", maintain_order=True):
-        scores = retriever.get_scores(tokens(queries[query_id]))
+        scores = postings.bm25(tokens(queries[query_id]))
         candidate = np.array([scores[position[t]] for t in group["ticket_id"]])
         relevant = group["label"].to_numpy() >= LABELS["REL"]
         aps.append(average_precision(relevant[np.argsort(-candidate, kind="stable")]))
@@ -206,7 +205,7 @@ def bm25_figures(corpus) -> dict[str, float]:
             by_label[label].append(score)
     pool_aps = []
     for (query_id,), group in corpus.pairs.filter(pl.col("split") == "test").group_by("query_id", maintain_order=True):
-        top = np.argsort(-retriever.get_scores(tokens(queries[query_id])))[:10]
+        top = np.argsort(-postings.bm25(tokens(queries[query_id])))[:10]
         gold = set(group["ticket_id"])
         relevant = np.array([ids[i] in gold for i in top])
         pool_aps.append(average_precision(relevant) * relevant.sum() / min(len(gold), 10))

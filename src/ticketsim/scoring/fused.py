@@ -4,7 +4,7 @@
 p ranges over query components, q over ticket components, c over the channels with vectors (h, E, T, S, A, F, ...);
 d is the L1 distance of the paper (or cosine distance, for comparison). The pair channels (PAIR_CHANNELS) bring one
 distance in [0, 1] per query-ticket pair instead of vectors, an input here: d_L is BM25's (channels/lexical.py,
-search/postings.py), d_R the source's rank; they add W_c d_c outside the level sum.
+channels/bm25.py), d_R the source's rank; they add W_c d_c outside the level sum.
 
 Flat vectors: sum_pq V_pq sum_c W_c |x_p^c - x_q^c|_1 = ||Q - D||_1 when Q concatenates the blocks V_pq W_c x_p^c of the
 query and D the blocks V_pq W_c x_q^c of the ticket, in the same order: the weights are positive, so each can move inside

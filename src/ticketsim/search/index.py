@@ -8,7 +8,7 @@ workers share one copy of it in the page cache:
 - graph.faiss, in an index of index.graph.tickets tickets or more: the vectors' HNSW graph, which a search walks for
   its dense candidates instead of scanning them all (search/graph.py);
 - tickets.arrow: each ticket's texts, its parts' tokens and standardized topic activity (Arrow IPC), read by row;
-- BM25's postings and lengths (search/postings.py), from which channel L and every idf follow;
+- BM25's postings and lengths (channels/bm25.py), from which channel L and every idf follow;
 - the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
 - the reason topics' word co-occurrence counts, from which their coherence follows;
 - manifest.json, the generation manifest: the score's layout (FusedScore.layout), the scales, and the hash of the bundle
@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ticketsim.channels.bm25 import Postings
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.coherence import cooccurrence, npmi_of_counts, topic_word_list
 from ticketsim.channels.lexical import TICKET_LEVEL
@@ -55,11 +56,10 @@ from ticketsim.search.generations import (
     writable,
 )
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
-from ticketsim.search.postings import Postings
 from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
-from ticketsim.search.sorted_strings import SortedStrings
 from ticketsim.search.space import allocate, room, tree_bytes
 from ticketsim.search.vectors import Precision, TicketVectors
+from ticketsim.text.sorted_strings import SortedStrings
 
 if TYPE_CHECKING:
     from ticketsim.bundle.loader import Scorer

@@ -1,10 +1,12 @@
-"""Channel L's statistics of an index's tickets, stored so that a search reads only what its query needs: each word's
+"""Channel L's BM25, the one implementation of training, evaluation, mining and the search index: each word's
 postings (the tickets that hold it and how often: a CSR matrix), every ticket's length, and the sorted vocabulary,
-all memory-mapped. BM25 is computed at query time from the raw counts, so opening an index costs nothing per ticket
-and adding tickets appends counts: every idf and the mean length follow from the counts exactly as a rebuild.
+memory-mapped once saved. BM25 is computed at query time from the raw counts, so opening an index costs nothing per
+ticket and adding tickets appends counts: every idf and the mean length follow from the counts exactly as a rebuild
+(no maintained library both adds so and gives every ticket's exact score fast: docs/scale.md#the-lexical-engine).
 
-The arithmetic is bm25s's, step for step and in its dtypes (channels.lexical.LexicalIndex, what the model was trained
-and tuned with): float32 idf and counts, each posting's score rounded to float32, summed in query-word order.
+Lucene's variant in float32, step for step as bm25s computed it (which trained the registered models before this
+module was the one BM25, so their figures stay): float32 idf and counts, each posting's score rounded to float32,
+summed in query-word order.
 """
 from __future__ import annotations
 
@@ -16,14 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ticketsim.channels.lexical import LexicalScores
-from ticketsim.search.sorted_strings import SortedStrings
+from ticketsim.text.sorted_strings import SortedStrings
 
 ARRAYS = ("indptr", "docs", "tf", "lengths")
 
 
 def lucene_idf(df: int, n: int) -> float:
-    """Lucene's idf, as bm25s and channels.lexical.idf compute it."""
+    """Lucene's idf: log(1 + (N - df + .5) / (df + .5))."""
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
@@ -49,7 +50,7 @@ class Postings:
 
     @cached_property
     def average_length(self) -> float:
-        """The tickets' mean number of tokens (bm25s's: the sum over the count), once per loaded index, not per query."""
+        """The tickets' mean number of tokens (the sum over the count), once per loaded index, not per query."""
         return float(self.lengths.sum()) / self.tickets if self.tickets else 1.0
 
     @property
@@ -66,10 +67,13 @@ class Postings:
             np.add.at(scores, docs, (np.float32(lucene_idf(end - start, n)) * tfc).astype(np.float32))
         return scores
 
+    def ceiling(self, words: Sequence[str]) -> float:
+        """The sum of a query's words' idf (repeats count twice, unknown words nothing): no ticket's BM25 reaches it."""
+        return sum(self.idf.get(word, 0.0) for word in words)
+
     def distances(self, words: Sequence[str]) -> np.ndarray:
         """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical)."""
-        ceiling = sum(self.idf.get(word, 0.0) for word in words)
-        return LexicalScores((), (), self.bm25(words)[None], np.array([ceiling])).distances()[0]
+        return distances(self.bm25(words)[None], np.array([self.ceiling(words)]))[0]
 
     def plus(self, documents: Sequence[Sequence[str]]) -> Postings:
         """These postings and those of `documents` (new tickets, rows after the last), in memory: equal to the
@@ -113,6 +117,13 @@ class Postings:
     def load(cls, folder: Path, k1: float, b: float) -> Postings:
         arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
         return cls(SortedStrings.load(folder / "vocabulary"), **arrays, k1=k1, b=b)
+
+
+def distances(bm25: np.ndarray, ceilings: np.ndarray) -> np.ndarray:
+    """d_L in [0, 1] of BM25 rows (one per query) and their ceilings: 0 for the ceiling, 1 for no shared word (and for a
+    query of words no ticket has)."""
+    ceilings = ceilings[:, None]
+    return np.where(ceilings > 0, 1 - bm25 / np.where(ceilings > 0, ceilings, 1), 1.0)
 
 
 class Idf(Mapping):
