@@ -19,7 +19,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means, rerank_by_query, retrieve_by_query
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, TrainedVariant, TrainingInputs, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -48,13 +48,13 @@ def per_query(pairs: pl.DataFrame, scores: np.ndarray, depth: int) -> pl.DataFra
     return rerank_by_query(pairs.with_columns(score=pl.Series(np.asarray(scores, dtype=np.float64))), depth)
 
 
-def split_run(data: Prepared, scores: np.ndarray, *splits: str) -> pl.DataFrame:
+def split_run(data: TrainingInputs, scores: np.ndarray, *splits: str) -> pl.DataFrame:
     """per_query of the pairs of these splits, from the scores of every pair of `data`."""
     rows = data.pairs["split"].is_in(splits)
     return per_query(data.pairs.filter(rows), scores[rows.to_numpy()], data.params.evaluation.depth)
 
 
-def cross_validate(data: Prepared, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
+def cross_validate(data: TrainingInputs, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
                    epochs: int | None = None) -> pl.DataFrame:
     """per_query of every train + dev query of data.pairs exactly once, scored by the model trained without its fold,
     and a column fold. `seed` draws the folds and seeds each model; hidden and epochs as train_variant's."""
@@ -65,7 +65,7 @@ OWN = "cv"              # cross_validate_under's key of the folds scored as `dat
 RETRIEVED = "retrieve"  # its key of the same held-out queries searching every ticket of the pool
 
 
-def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[str, Prepared], k: int = 5, seed: int = 0,
+def cross_validate_under(data: TrainingInputs, variant: VariantConfig, views: Mapping[str, TrainingInputs], k: int = 5, seed: int = 0,
                          hidden: int | None = None, epochs: int | None = None) -> dict[str, pl.DataFrame]:
     """cross_validate's frame (key OWN), the same held-out queries retrieving from the whole pool (key RETRIEVED) and,
     from the same k models, each held-out fold scored under each of `views` (name -> the same queries seen otherwise,
@@ -88,14 +88,14 @@ def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[
     return {name: pl.concat([run.with_columns(fold=pl.lit(f)) for f, run in enumerate(parts)]) for name, parts in runs.items()}
 
 
-def scored_under(view: Prepared, trained: TrainedVariant, queries: list[str]) -> pl.DataFrame:
+def scored_under(view: TrainingInputs, trained: TrainedVariant, queries: list[str]) -> pl.DataFrame:
     """per_query of `queries` seen in a shift's view (e.g. training.shift.later_year(data)), scored by a trained model:
     only their pairs are scored."""
     seen = replace(view, pairs=view.pairs.filter(pl.col("query_id").is_in(queries)))
     return per_query(seen.pairs, trained.scores_on(seen), view.params.evaluation.depth)
 
 
-def retrieval_run(matrix: ScoreMatrix, data: Prepared) -> pl.DataFrame:
+def retrieval_run(matrix: ScoreMatrix, data: TrainingInputs) -> pl.DataFrame:
     """retrieve_by_query of the train + dev queries from every ticket of `matrix` (an untrained method's, or one model's
     that learned no label)."""
     return retrieve_by_query(matrix, data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), data.params.evaluation.depth)
