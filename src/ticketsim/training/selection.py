@@ -69,7 +69,7 @@ def cross_validate_under(data: TrainingInputs, variant: VariantConfig, views: Ma
                          hidden: int | None = None, epochs: int | None = None) -> dict[str, pl.DataFrame]:
     """cross_validate's frame (key OWN), the same held-out queries retrieving from the whole pool (key RETRIEVED) and,
     from the same k models, each held-out fold scored under each of `views` (name -> the same queries seen otherwise,
-    e.g. training.shift.later_year(data)). Only the train and dev queries are folded: a shift split or the test split
+    e.g. training.shift.later_year(data)). Only the train and dev queries are dealt into folds: a shift split or the test split
     is never trained or chosen on."""
     searched = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
     folds = query_folds(searched["query_id"], k, seed)
