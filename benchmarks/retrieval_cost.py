@@ -56,7 +56,7 @@ def table(figures: dict[str, dict[str, float]], described: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="default")
-    parser.add_argument("--variant", help="the final variant searched (default: the dataset's siamese.final)")
+    parser.add_argument("--variant", help="the final variant tuned (default: the dataset's siamese.final)")
     parser.add_argument("--trials", type=int, default=20)
     args = parser.parse_args()
     params = load_params("params.yaml").for_dataset(args.dataset)

@@ -62,11 +62,6 @@ def sample_queries(pool: Sequence[str], n: int | None, seed: int, fold: int) -> 
     return sorted(ids[i] for i in order[:n])
 
 
-def searched(data: TrainingInputs) -> pl.DataFrame:
-    """The train + dev pairs: what the folds deal out."""
-    return data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
-
-
 def extra_pairs(data: TrainingInputs, extra: Sequence[str]) -> pl.DataFrame:
     """The pairs of the extra splits, relabelled EXTRA + name; a one-line error for a split that is not extra or absent."""
     overlap = set(extra) & {*CHOICE_SPLITS, "test"}
@@ -80,7 +75,7 @@ def extra_pairs(data: TrainingInputs, extra: Sequence[str]) -> pl.DataFrame:
 
 def pools(data: TrainingInputs, k: int, seed: int) -> list[list[str]]:
     """Each fold's pool of judged queries: those of the k - 2 folds neither scored nor early-stopping."""
-    pairs = searched(data)
+    pairs = data.choice_pairs
     folds = query_folds(pairs["query_id"], k, seed)
     return [sorted({q for q, f in folds.items() if f not in (held_out, (held_out + 1) % k)}) for held_out in range(k)]
 
@@ -102,7 +97,7 @@ def trained_point(data: TrainingInputs, variant: VariantConfig, n: int | None, s
     """One seed at one size: per_query of every train + dev query (column fold) from the model of its fold, trained on
     n queries of that fold's pool, the same queries retrieving from every ticket, and each extra split's and each view's
     MAP averaged over the k models."""
-    pairs, others = searched(data), extra_pairs(data, extra)
+    pairs, others = data.choice_pairs, extra_pairs(data, extra)
     folds, depth = query_folds(pairs["query_id"], k, seed), data.params.evaluation.depth
     scored, retrieved, extra_maps = [], [], {name: [] for name in [*extra, *views]}
     for held_out, pool in enumerate(pools(data, k, seed)):
@@ -152,7 +147,7 @@ def learning_curve(data: TrainingInputs, variants: Mapping[str, VariantConfig], 
     pooled = pool_sizes(data, k, seeds)
     run, skipped = runnable(sizes, min(pooled))
     lines = {name: untrained_point(data, matrix, extra) for name, matrix in baselines.items()}
-    everyone = searched(data)["query_id"].unique().to_list()
+    everyone = data.choice_pairs["query_id"].unique().to_list()
     for name, variant in ((n, v) for n, v in variants.items() if not v.labels):
         model = train_variant(data, variant, seeds[0], hidden, epochs)
         by_query, retrieved, maps = untrained_point(data, model.pool_scores(), extra)
@@ -176,7 +171,7 @@ def learning_curve(data: TrainingInputs, variants: Mapping[str, VariantConfig], 
                            "query_rr": none_for_nan(mean_ap([retrieved for _, retrieved, _ in runs], "rr")),
                            "vs_reference": paired_test(deciding, reference_figures, n=resamples) if reference else None})
         curves[name] = points
-    return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
+    return {"folds": k, "seeds": list(seeds), "queries": data.choice_pairs["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
             "sizes": run, "skipped": skipped, "extra": [*extra, *views], "reference": reference, "decides": decides,
             "curves": curves,
             "lines": {name: {"cv_retrieve": query_means(retrieved)["mrr"], "cv_map": query_means(by_query)["map"], "extra": maps,

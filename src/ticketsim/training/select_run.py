@@ -164,7 +164,7 @@ def select(problem: TrainingInputs, variants: list[str], shifts: Shifts, folds: 
     for name, pair_scores in scores.items():
         results[name] = untrained(problem, pair_scores, later.get(name), folds, seeds[:cv_seeds], shifts, matrices.get(name))
     return SelectReport(
-        command=command, queries=problem.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].n_unique(),
+        command=command, queries=problem.choice_pairs["query_id"].n_unique(),
         folds=folds, seeds=seeds, cv_seeds=seeds[:cv_seeds], epochs=epochs, compared=len(variants), decides=decides,
         configurations=results, tests=tests(results, variants, list(scores), resamples, decides) if cv_seeds else [],
         judgement=judged(results, variants, params.siamese.unlabelled, params.siamese.final, resamples, decides)

@@ -19,7 +19,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means, rerank_by_query, retrieve_by_query
-from ticketsim.training.variant import CHOICE_SPLITS, TrainedVariant, TrainingInputs, train_variant
+from ticketsim.training.variant import TrainedVariant, TrainingInputs, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -71,11 +71,11 @@ def cross_validate_under(data: TrainingInputs, variant: VariantConfig, views: Ma
     from the same k models, each held-out fold scored under each of `views` (name -> the same queries seen otherwise,
     e.g. training.shift.later_year(data)). Only the train and dev queries are dealt into folds: a shift split or the test split
     is never trained or chosen on."""
-    searched = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
-    folds = query_folds(searched["query_id"], k, seed)
+    choice = data.choice_pairs
+    folds = query_folds(choice["query_id"], k, seed)
     depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, RETRIEVED, *views)}
     for held_out in range(k):
-        pairs = fold_pairs(searched, folds, held_out)
+        pairs = fold_pairs(choice, folds, held_out)
         # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
         trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
@@ -98,7 +98,7 @@ def scored_under(view: TrainingInputs, trained: TrainedVariant, queries: list[st
 def retrieval_run(matrix: ScoreMatrix, data: TrainingInputs) -> pl.DataFrame:
     """retrieve_by_query of the train + dev queries from every ticket of `matrix` (an untrained method's, or one model's
     that learned no label)."""
-    return retrieve_by_query(matrix, data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), data.params.evaluation.depth)
+    return retrieve_by_query(matrix, data.choice_pairs, data.params.evaluation.depth)
 
 
 def with_folds(by_query: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:

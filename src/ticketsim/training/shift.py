@@ -69,10 +69,10 @@ def cross_part(data: TrainingInputs, variant: VariantConfig, parts: Mapping[str,
                hidden: int | None = None, epochs: int | None = None) -> pl.DataFrame:
     """per_query of each part's train queries (parts: name -> query ids, e.g. data.semeval.train_parts), scored by the
     model trained on the other parts' train queries and early-stopped on dev; a column part."""
-    searched, runs = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), []
+    choice, runs = data.choice_pairs, []
     for name, ids in parts.items():
         scored = pl.col("query_id").is_in(list(ids)) & (pl.col("split") == "train")
-        pairs = searched.with_columns(split=pl.when(scored).then(pl.lit("test")).otherwise(pl.col("split")))
+        pairs = choice.with_columns(split=pl.when(scored).then(pl.lit("test")).otherwise(pl.col("split")))
         counts = dict(pairs.group_by("split").len().iter_rows())
         if not counts.get("test") or not counts.get("train"):
             raise ConfigError(f"cross-part: part {name} has {counts.get('test', 0)} train pairs and the other parts "

@@ -108,6 +108,11 @@ class TrainingInputs:
     rescore_pools: tuple = ()              # the tuner's per-fold pools for cv_retrieve (ticketsim.tuning.rescore.Pool)
 
     @property
+    def choice_pairs(self) -> pl.DataFrame:
+        """The train + dev pairs: what a configuration is chosen on, what cross-validation deals into folds."""
+        return self.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
+
+    @property
     def siamese(self) -> SiameseParams:
         return self.params.siamese
 
