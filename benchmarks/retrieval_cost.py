@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 from ticketsim.config import Workspace, load_params
-from ticketsim.training.variant import Prepared, threads_alone
+from ticketsim.training.variant import TrainingInputs, threads_alone
 from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models
 from ticketsim.tuning.tuner import tuning_inputs
 
 
-def trial_weights(problem: Prepared, n: int, seed: int = 0) -> list:
+def trial_weights(problem: TrainingInputs, n: int, seed: int = 0) -> list:
     """n weightings of the final variant around its own weights (what TPE's trials look like), seeded."""
     rng = np.random.default_rng(seed)
     final = problem.final
@@ -29,7 +29,7 @@ def trial_weights(problem: Prepared, n: int, seed: int = 0) -> list:
                     levels={v: w * rng.uniform(0.5, 1.5) for v, w in final.levels.items()}) for _ in range(n)]
 
 
-def measure(problem: Prepared, trials: int) -> dict[str, dict[str, float]]:
+def measure(problem: TrainingInputs, trials: int) -> dict[str, dict[str, float]]:
     """Seconds per fold (fold models trained and their vectors kept; cv_retrieve keeps each fold's pool too) and per
     trial (the objective over every held-out query), for cv_map and cv_retrieve on the same weightings."""
     cfg, weights, figures = problem.params.tune, trial_weights(problem, trials), {}
@@ -56,7 +56,7 @@ def table(figures: dict[str, dict[str, float]], described: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="default")
-    parser.add_argument("--variant", help="the final variant searched (default: the dataset's siamese.final)")
+    parser.add_argument("--variant", help="the final variant tuned (default: the dataset's siamese.final)")
     parser.add_argument("--trials", type=int, default=20)
     args = parser.parse_args()
     params = load_params("params.yaml").for_dataset(args.dataset)

@@ -7,7 +7,7 @@ from ticketsim.config import load_tuned
 from ticketsim.stage import Stage
 from ticketsim.threads import torch_threads
 from ticketsim.training.siamese_rows import Row, log_row, train_row
-from ticketsim.training.variant import prepare_files, threads_alone
+from ticketsim.training.variant import threads_alone, training_inputs_from_files
 
 STAGE = Stage("final", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
               options={"variant_file": "YAML of the tune stage: the weights and LSTM size to train",
@@ -20,7 +20,7 @@ def main() -> None:
     labelled = stage.dataset_config.labels
     row = Row(params.siamese.final_row(stage.dataset_config), load_tuned(args.variant_file), stage.dataset, Path(args.out),
               Path(args.plots), params.seed, final=True)
-    data = prepare_files(params, args.corpus, args.tokens, args.channels, [row.variant],
+    data = training_inputs_from_files(params, args.corpus, args.tokens, args.channels, [row.variant],
                          labelled)
     with torch_threads(threads_alone(params.siamese, row.variant)):
         trained = train_row(data, row)

@@ -13,7 +13,7 @@ from pathlib import Path
 from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.stage import Stage
 from ticketsim.training.siamese_rows import log_row, over_row_seeds, rows_of, train_row
-from ticketsim.training.variant import prepare_files
+from ticketsim.training.variant import training_inputs_from_files
 from ticketsim.workflows.stage_process import script
 
 STAGE = Stage("siamese", __doc__, reads=("corpus", "tokens", "channels"), writes=("metrics", "plots"),
@@ -26,7 +26,7 @@ def main() -> None:
     params, args = stage.params, stage.args
     cfg, seeds = params.siamese, params.evaluation.seeds
     rows = rows_of(params, stage.dataset, Path(args.out), Path(args.plots))
-    data = prepare_files(params, args.corpus, args.tokens, args.channels,
+    data = training_inputs_from_files(params, args.corpus, args.tokens, args.channels,
                          [row.variant for row in rows])
     finished = whole_groups(side_by_side(train_row, data, rows, cfg.workers, cfg.threads), attrgetter("name"), len(seeds))
     for done, runs in enumerate(finished, 1):

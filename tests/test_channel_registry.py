@@ -23,7 +23,7 @@ from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.training.variant import prepare_files, train_variant
+from ticketsim.training.variant import train_variant, training_inputs_from_files
 from ticketsim.workflows.channels import channels_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_a_toy_channel_is_fitted_trained_bundled_and_searched_with(toy, tmp_path
     fitted = fit_channel("B", params, "default", corpus, tokens, parts.channels)
     assert fitted.metrics["alphabet"] > 20 and (models_folder(parts.channels, "B") / ALPHABET).is_file()
 
-    data = prepare_files(params, str(tmp_path / "prepared"), str(tmp_path / "tokens"), parts.channels, [variant])
+    data = training_inputs_from_files(params, str(tmp_path / "prepared"), str(tmp_path / "tokens"), parts.channels, [variant])
     assert [v.channel for v in data.channels] == ["B"] and data.scales["B"] > 0
     trained = train_variant(data, variant, params.seed)
     model = tmp_path / "final"

@@ -180,7 +180,7 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
 
 def shown_commands() -> dict[str, str]:
     """Every command of every ```bash block: command -> 'file:line'. A command goes on over a line ending in a backslash
-    or inside an open quote (as the shell reads it), with its continuation's indent folded to one space."""
+    or inside an open quote (as the shell reads it), with its continuation's indent collapsed to one space."""
     found = {}
     for doc in DOCS:
         text = doc.read_text()

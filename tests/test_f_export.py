@@ -67,5 +67,5 @@ def test_index_build_and_add_through_the_export_give_torch_s_top_10(search_parts
         added[name] = np.asarray(index.vectors.array[60:])
         searcher = Searcher(query_encoder(bundle, scorers[1]["torch"]), index, bundle)
         answers[name] = [[h.ticket_id for h in answer.hits] for answer in searcher.search(queries, 10)]
-    assert np.abs(added["onnx"] - added["torch"]).max() < 1e-4     # folded: F's vectors times W and V
+    assert np.abs(added["onnx"] - added["torch"]).max() < 1e-4     # flattened: F's vectors times W and V
     assert answers["onnx"] == answers["torch"]

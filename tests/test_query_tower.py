@@ -139,7 +139,7 @@ def test_the_query_tower_road_keeps_the_index_vectors_byte_for_byte_and_changes_
 
 
 @pytest.mark.slow
-def test_an_index_folded_by_another_ticket_side_is_never_reused(champion, tmp_path):
+def test_an_index_flattened_by_another_ticket_side_is_never_reused(champion, tmp_path):
     bundle, index, parts = champion
     other = make_bundle(tmp_path / "other", parts, "FqL", seed=1)     # another ticket encoder (S)
     with pytest.raises(IndexMismatch, match="otherwise than the model that built it"):

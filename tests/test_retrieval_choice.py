@@ -13,7 +13,7 @@ import pytest
 from conftest import random_channel, tiny_corpus
 
 from ticketsim.channels.cache import ChannelVectors
-from ticketsim.config import DatasetConfig, Params, SearchSpace, SiameseParams, TrackingConfig, TuneConfig, VariantConfig
+from ticketsim.config import DatasetConfig, Params, SiameseParams, TrackingConfig, TuneConfig, TuningSpace, VariantConfig
 from ticketsim.evaluate.measures import RELEVANT
 from ticketsim.evaluate.suite import evaluate_method
 from ticketsim.lifecycle.gate import compare
@@ -125,7 +125,7 @@ def fused(tmp_path, **tune) -> tuple[Params, VariantConfig]:
 
 def test_tune_picks_the_weights_that_retrieve_best_where_rerank_would_pick_the_others(tmp_path, case):
     # S twenty times E (its decoys come first: rerank's pick) or E twenty times S (a NO comes first: retrieval's pick)
-    grid = SearchSpace(channels={"S": (2.0, 0.005), "E": (0.1,)}, levels={"sub+desc-sub+desc+sol": (1.0,)})
+    grid = TuningSpace(channels={"S": (2.0, 0.005), "E": (0.1,)}, levels={"sub+desc-sub+desc+sol": (1.0,)})
     picked = {}
     for objective in ("cv_retrieve", "cv_map"):
         params, _ = fused(tmp_path, objective=objective, sampler="grid", grid=grid)
@@ -138,7 +138,7 @@ def test_tune_picks_the_weights_that_retrieve_best_where_rerank_would_pick_the_o
 
 
 def test_the_retrieval_cv_equals_an_exhaustive_search_of_every_ticket_by_each_fold_model(tmp_path, case, monkeypatch):
-    ranges = SearchSpace(channels={"S": (0.0, 1.0), "E": (0.0, 1.0)}, levels={"sub+desc-sub+desc+sol": (1.0, 1.0)})
+    ranges = TuningSpace(channels={"S": (0.0, 1.0), "E": (0.0, 1.0)}, levels={"sub+desc-sub+desc+sol": (1.0, 1.0)})
     params, final = fused(tmp_path, objective="cv_retrieve", ranges=ranges)
     problem = problem_of(params, case)
     from ticketsim.tuning import rescore as rescore_module

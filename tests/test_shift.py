@@ -65,7 +65,7 @@ def test_cross_validation_folds_train_and_dev_only_and_scores_each_fold_under_th
     with torch_threads(1):
         runs = cross_validate_under(data, TINY, {LATER_YEAR: later_year(data)}, k=3, seed=5, epochs=1)
     choice_queries = sorted(data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].unique())
-    assert sorted(runs[OWN]["query_id"]) == sorted(runs[LATER_YEAR]["query_id"]) == choice_queries   # no lay query folded
+    assert sorted(runs[OWN]["query_id"]) == sorted(runs[LATER_YEAR]["query_id"]) == choice_queries   # no lay query dealt into a fold
     folds = query_folds(choice_queries, 3, seed=5)
     for run in runs.values():
         assert dict(run.select("query_id", "fold").iter_rows()) == folds

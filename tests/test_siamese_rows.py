@@ -22,14 +22,14 @@ from ticketsim.config import (
 from ticketsim.evaluate.report import BLOCK, SD, SEEDS, markdown_table, table5
 from ticketsim.side_by_side import side_by_side, whole_groups
 from ticketsim.training.siamese_rows import Row, over_row_seeds, rows_of, train_row
-from ticketsim.training.variant import Prepared, training_inputs
+from ticketsim.training.variant import TrainingInputs, training_inputs
 
 ROWS = {"15": VariantConfig(channels={"h": 1.0}, levels={"sub-sub": 1.0}),
         "E+L": VariantConfig(channels={"h": 0.7, "E": 0.3, "L": 0.5}, levels={"sub-sub": 0.5, "desc-desc": 0.5}, learn=True)}
 
 
 @pytest.fixture(scope="module")
-def dataset() -> Prepared:
+def dataset() -> TrainingInputs:
     corpus, tokens = tiny_corpus()
     e = random_channel("E", corpus, 2)
     params = Params(seed=0, datasets={"tiny": DatasetConfig("tiny", "synthetic", "unused")}, evaluation=EvaluationConfig(seeds=(0, 1)),

@@ -17,11 +17,11 @@ from ticketsim.config import (
     DatasetConfig,
     Params,
     PrunerConfig,
-    SearchSpace,
     SiameseParams,
     TrackingConfig,
     TrainConfig,
     TuneConfig,
+    TuningSpace,
     VariantConfig,
     load_tuned,
 )
@@ -36,7 +36,7 @@ from ticketsim.tuning.study import open_study
 from ticketsim.tuning.tuner import default_measures, dev_measures, run, run_study, trial_params
 
 # Around the paper's #22 (FINAL), which the tuned variant of these tests is.
-RANGES = SearchSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
+RANGES = TuningSpace(channels={"h": (0.5, 1.0), "E": (0.0, 0.4), "T": (0.0, 0.4)},
                      levels={"sub-sub": (0.0, 0.4), "desc-desc": (0.0, 0.4), "sub-desc": (0.0, 0.4), "sub-sol": (0.0, 0.4),
                              "desc-sol": (0.0, 0.4)})
 FINAL = VariantConfig(channels={"h": 0.7, "E": 0.1, "T": 0.2},
@@ -232,7 +232,7 @@ ADAPTED = VariantConfig(channels={"A": 1.0, "L": 0.5}, levels=MULTI, learn=True,
 
 
 def cv_params(tmp_path, **tune) -> Params:
-    params = make_params(tmp_path, **{"objective": "cv_map", "folds": 4, "n_trials": 4, "ranges": SearchSpace(
+    params = make_params(tmp_path, **{"objective": "cv_map", "folds": 4, "n_trials": 4, "ranges": TuningSpace(
         channels={"A": (0.5, 3.0), "L": (0.0, 2.0)}, levels=dict.fromkeys(MULTI, (0.0, 1.0))), **tune})
     return replace(params, siamese=replace(params.siamese, variants={"A+L": ADAPTED}, final="A+L"))
 
@@ -252,7 +252,7 @@ def learned_mean(models) -> dict[str, float]:
 
 def test_the_cv_objective_never_scores_a_query_with_a_model_that_saw_it_and_starts_from_the_learned_weights(
         tmp_path, corpus_and_tokens, monkeypatch):
-    far = SearchSpace(channels={"A": (5.0, 8.0), "L": (3.0, 4.0)}, levels=dict.fromkeys(MULTI, (0.9, 1.0)))   # from trial 0
+    far = TuningSpace(channels={"A": (5.0, 8.0), "L": (3.0, 4.0)}, levels=dict.fromkeys(MULTI, (0.9, 1.0)))   # from trial 0
     params = cv_params(tmp_path, ranges=far)
     problem = cv_problem(params, *corpus_and_tokens)
     queries = sorted(set(problem.pairs["query_id"]))

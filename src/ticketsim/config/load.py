@@ -92,7 +92,7 @@ def merged(first: dict[str, Any], second: dict[str, Any], first_file: Path, seco
 
 
 def load_tuned(path: str | Path) -> VariantConfig:
-    """The tune stage's file: the final variant with its searched W, V and LSTM size."""
+    """The tune stage's file: the final variant with its tuned W, V and LSTM size."""
     return build(VariantConfig, read_yaml(path, "tuned variant file") or {}, str(path))
 
 

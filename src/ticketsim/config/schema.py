@@ -385,7 +385,7 @@ class SiameseParams:
 
     def final_row(self, dataset: DatasetConfig) -> str:
         """The final stage's row of `dataset`: "<final>-tuned" (trained with the tune stage's weights), or the final
-        variant's own name where nothing was searched (no labelled pairs, or a variant that learns from none)."""
+        variant's own name where nothing was tuned (no labelled pairs, or a variant that learns from none)."""
         name = self.final_of(dataset)
         return f"{name}-tuned" if dataset.labels and self.variant(name).labels else name
 
@@ -493,26 +493,26 @@ class PrunerConfig:
 
 
 @dataclass(frozen=True)
-class SearchSpace:
+class TuningSpace:
     """Channel weights W ('S', 'L', 'h', ...) and level weights V ('sub-desc', ...)."""
 
     channels: dict[str, tuple[float, ...]] = param(MISSING, "channel -> [low, high] (tpe) or the values (grid)")
     levels: dict[str, tuple[float, ...]] = param(MISSING, "level pair -> [low, high] (tpe) or the values (grid)")
 
-    def covering(self, variant: VariantConfig) -> SearchSpace:
+    def covering(self, variant: VariantConfig) -> TuningSpace:
         """The [low, high] ranges widened to take in `variant`'s weights (tpe's trial 0)."""
         def widened(ranges: dict[str, tuple[float, ...]], weights: dict[str, float]) -> dict[str, tuple[float, ...]]:
             return {k: (min(low, weights.get(k, low)), max(high, weights.get(k, high))) for k, (low, high) in ranges.items()}
-        return SearchSpace(widened(self.channels, variant.channels), widened(self.levels, variant.levels))
+        return TuningSpace(widened(self.channels, variant.channels), widened(self.levels, variant.levels))
 
 
 @dataclass(frozen=True)
 class TuneConfig:
-    """The Optuna search of the final variant's W, V and hidden size (ticketsim.tuning.tuner), on the train and dev pairs only."""
+    """The Optuna study of the final variant's W, V and hidden size (ticketsim.tuning.tuner), on the train and dev pairs only."""
 
-    enabled: bool = param(True, "false: no search, the tuned file gets the final variant's configured weights")
+    enabled: bool = param(True, "false: no study, the tuned file gets the final variant's configured weights")
     storage: str = param("sqlite:///optuna.db", "any Optuna RDB URL; postgresql+psycopg2://... lets many machines share one study")
-    study: str = param("ticketsim-tune", "study name prefix: `<study>-<dataset>-<hash>` (of the search config and data)")
+    study: str = param("ticketsim-tune", "study name prefix: `<study>-<dataset>-<hash>` (of the tuning config and data)")
     n_trials: int = param(20, "finished (complete or pruned) trials of the study, over every worker and resume", low=1)
     timeout: float | None = param(600.0, "seconds a worker keeps starting trials")
     workers: int = param(1, "processes running trials of the study at once", low=1)
@@ -524,13 +524,13 @@ class TuneConfig:
               "MRR@10 over train + dev queries, each searching every ticket | cv_map: CV rerank MAP | map: dev rerank MAP "
               "(all maximised) | mse: dev MSE of calibrated scores")
     folds: int = param(5, "cv objectives: folds of the train + dev queries, a model trained once per fold", low=3)
-    ranges: SearchSpace = param(SearchSpace(
+    ranges: TuningSpace = param(TuningSpace(
         channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0), "S": (0.0, 8.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)}),
         "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with a cv objective "
         "those its fold models learned")
-    grid: SearchSpace = param(SearchSpace(
+    grid: TuningSpace = param(TuningSpace(
         channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
         levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),
                 "sub-sol": (0.1, 0.15, 0.2), "desc-sol": (0.1, 0.15, 0.2)}),
@@ -540,14 +540,14 @@ class TuneConfig:
                             "that trains fewer keeps its own")
     pruner: PrunerConfig = param(PrunerConfig(), "retrain trials below the median at an epoch stop")
 
-    def space(self, final: VariantConfig) -> SearchSpace:
-        """What the search weighs for `final`: the ranges (the grid, for sampler grid) of the channels and levels it weighs."""
+    def space(self, final: VariantConfig) -> TuningSpace:
+        """What the study weighs for `final`: the ranges (the grid, for sampler grid) of the channels and levels it weighs."""
         key, space = ("grid", self.grid) if self.sampler == "grid" else ("ranges", self.ranges)
         missing = [f"tune.{key}.channels.{c}" for c in final.channels if c not in space.channels] + \
                   [f"tune.{key}.levels.{v}" for v in final.levels if v not in space.levels]
         if missing:
-            raise ConfigError(f"params: {', '.join(missing)}: the final variant weighs it; give it values to search")
-        return SearchSpace({c: space.channels[c] for c in final.channels}, {v: space.levels[v] for v in final.levels})
+            raise ConfigError(f"params: {', '.join(missing)}: the final variant weighs it; give it values to try")
+        return TuningSpace({c: space.channels[c] for c in final.channels}, {v: space.levels[v] for v in final.levels})
 
     def __post_init__(self) -> None:
         if self.cross_validated and self.mode != "rescore":
@@ -560,7 +560,7 @@ class TuneConfig:
         return self.objective in ("cv", "cv_retrieve", "cv_map")
 
     def for_protocol(self, protocol: Literal["retrieve", "rerank"]) -> TuneConfig:
-        """This search with objective `cv` made the dataset's (DatasetConfig.protocol): cv_retrieve, or cv_map."""
+        """This study with objective `cv` made the dataset's (DatasetConfig.protocol): cv_retrieve, or cv_map."""
         if self.objective != "cv":
             return self
         return dataclasses.replace(self, objective="cv_retrieve" if protocol == "retrieve" else "cv_map")
@@ -627,7 +627,7 @@ class Params:
     retrain: RetrainConfig = param(RetrainConfig(), "`ticketsim retrain` and its two roads")
     serve: ServeConfig = param(ServeConfig(), "`ticketsim serve`: the search page, its JSON API and the feedback journal")
     index: IndexConfig = param(IndexConfig(), "the search index (stage index)")
-    tune: TuneConfig = param(TuneConfig(), "the Optuna search of the final variant's W, V and LSTM size on train + dev "
+    tune: TuneConfig = param(TuneConfig(), "the Optuna study of the final variant's W, V and LSTM size on train + dev "
                                            "(stage tune)")
     comparators: ComparatorsConfig = param(ComparatorsConfig(), "the neighbouring text-matching models (stage comparators)")
 

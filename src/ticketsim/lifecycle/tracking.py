@@ -1,5 +1,5 @@
 """MLflow runs: a run per stage run, tagged with stage, dataset and git revision, its params, metrics, artifacts and
-dataset input; child runs (methods, search trials); and where the runs are (the tracking URI, a server that answers).
+dataset input; child runs (methods, tuning trials); and where the runs are (the tracking URI, a server that answers).
 The model registry is ticketsim.lifecycle.registry's."""
 from __future__ import annotations
 
@@ -191,7 +191,7 @@ def log_dict(payload: Mapping[str, Any], name: str) -> None:
 @contextmanager
 def child_run(cfg: TrackingConfig, parent_run_id: str, name: str, params: Mapping[str, Any] | None = None,
               tags: Mapping[str, str] | None = None) -> Iterator[mlflow.ActiveRun]:
-    """A run nested under `parent_run_id` (a search trial under its study's stage run), from any process.
+    """A run nested under `parent_run_id` (a tuning trial under its study's stage run), from any process.
 
     A worker process has no active run: the parent is named by id, and the child lands in the parent's experiment with
     the parent's stage, dataset and git revision tags (and `tags`) and the parent's dataset input.

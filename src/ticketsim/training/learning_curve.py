@@ -39,7 +39,7 @@ from ticketsim.training.selection import (
     retrieval_run,
     scored_under,
 )
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, TrainingInputs, train_variant
 
 SIZES = ("25", "50", "100", "200", "all")   # judged queries per model; `all`: each fold's whole pool
 ALL = "all"
@@ -62,12 +62,7 @@ def sample_queries(pool: Sequence[str], n: int | None, seed: int, fold: int) -> 
     return sorted(ids[i] for i in order[:n])
 
 
-def searched(data: Prepared) -> pl.DataFrame:
-    """The train + dev pairs: what the folds deal out."""
-    return data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
-
-
-def extra_pairs(data: Prepared, extra: Sequence[str]) -> pl.DataFrame:
+def extra_pairs(data: TrainingInputs, extra: Sequence[str]) -> pl.DataFrame:
     """The pairs of the extra splits, relabelled EXTRA + name; a one-line error for a split that is not extra or absent."""
     overlap = set(extra) & {*CHOICE_SPLITS, "test"}
     missing = set(extra) - set(data.pairs["split"].unique())
@@ -78,14 +73,14 @@ def extra_pairs(data: Prepared, extra: Sequence[str]) -> pl.DataFrame:
     return chosen.with_columns(split=pl.lit(EXTRA) + pl.col("split"))
 
 
-def pools(data: Prepared, k: int, seed: int) -> list[list[str]]:
+def pools(data: TrainingInputs, k: int, seed: int) -> list[list[str]]:
     """Each fold's pool of judged queries: those of the k - 2 folds neither scored nor early-stopping."""
-    pairs = searched(data)
+    pairs = data.choice_pairs
     folds = query_folds(pairs["query_id"], k, seed)
     return [sorted({q for q, f in folds.items() if f not in (held_out, (held_out + 1) % k)}) for held_out in range(k)]
 
 
-def pool_sizes(data: Prepared, k: int, seeds: Sequence[int]) -> list[int]:
+def pool_sizes(data: TrainingInputs, k: int, seeds: Sequence[int]) -> list[int]:
     """The size of every fold's pool for every seed."""
     return [len(pool) for seed in seeds for pool in pools(data, k, seed)]
 
@@ -96,13 +91,13 @@ def runnable(sizes: Sequence[str], smallest_pool: int) -> tuple[list[str], list[
     return fits, [s for s in sizes if s not in fits]
 
 
-def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: int, k: int, extra: Sequence[str] = (),
+def trained_point(data: TrainingInputs, variant: VariantConfig, n: int | None, seed: int, k: int, extra: Sequence[str] = (),
                   hidden: int | None = None, epochs: int | None = None, on_model: Callable[[], None] = lambda: None,
-                  views: Mapping[str, Prepared] = {}) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
+                  views: Mapping[str, TrainingInputs] = {}) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
     """One seed at one size: per_query of every train + dev query (column fold) from the model of its fold, trained on
     n queries of that fold's pool, the same queries retrieving from every ticket, and each extra split's and each view's
     MAP averaged over the k models."""
-    pairs, others = searched(data), extra_pairs(data, extra)
+    pairs, others = data.choice_pairs, extra_pairs(data, extra)
     folds, depth = query_folds(pairs["query_id"], k, seed), data.params.evaluation.depth
     scored, retrieved, extra_maps = [], [], {name: [] for name in [*extra, *views]}
     for held_out, pool in enumerate(pools(data, k, seed)):
@@ -123,7 +118,8 @@ def trained_point(data: Prepared, variant: VariantConfig, n: int | None, seed: i
     return pl.concat(scored), pl.concat(retrieved), {name: float(np.mean(maps)) for name, maps in extra_maps.items()}
 
 
-def untrained_point(data: Prepared, matrix: ScoreMatrix, extra: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
+def untrained_point(data: TrainingInputs, matrix: ScoreMatrix,
+                    extra: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
     """The same figures for a method that no label trained (`matrix`: every query against every ticket): per_query of
     the train + dev queries, their retrieval, each extra split's MAP (one model scores every query: no fold, no seed,
     no n)."""
@@ -135,11 +131,11 @@ def untrained_point(data: Prepared, matrix: ScoreMatrix, extra: Sequence[str] = 
 
 
 
-def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baselines: Mapping[str, ScoreMatrix],
+def learning_curve(data: TrainingInputs, variants: Mapping[str, VariantConfig], baselines: Mapping[str, ScoreMatrix],
                    sizes: Sequence[str], seeds: Sequence[int], k: int, extra: Sequence[str] = (),
                    reference: str | None = None, hidden: int | None = None, epochs: int | None = None,
                    resamples: int = 10_000, on_model: Callable[[], None] = lambda: None,
-                   views: Mapping[str, Prepared] = {}, decides: str = "retrieve") -> dict:
+                   views: Mapping[str, TrainingInputs] = {}, decides: str = "retrieve") -> dict:
     """The curve of each trained variant and the lines of the untrained methods (`baselines`: every query against every
     ticket; a variant with labels: false joins them, trained once), as a JSON-ready report: CV retrieve MRR@10 and CV
     rerank MAP (and each extra split's and each view's MAP; a baseline has no view figure) at each size as mean, std and
@@ -151,7 +147,7 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
     pooled = pool_sizes(data, k, seeds)
     run, skipped = runnable(sizes, min(pooled))
     lines = {name: untrained_point(data, matrix, extra) for name, matrix in baselines.items()}
-    everyone = searched(data)["query_id"].unique().to_list()
+    everyone = data.choice_pairs["query_id"].unique().to_list()
     for name, variant in ((n, v) for n, v in variants.items() if not v.labels):
         model = train_variant(data, variant, seeds[0], hidden, epochs)
         by_query, retrieved, maps = untrained_point(data, model.pool_scores(), extra)
@@ -175,7 +171,7 @@ def learning_curve(data: Prepared, variants: Mapping[str, VariantConfig], baseli
                            "query_rr": none_for_nan(mean_ap([retrieved for _, retrieved, _ in runs], "rr")),
                            "vs_reference": paired_test(deciding, reference_figures, n=resamples) if reference else None})
         curves[name] = points
-    return {"folds": k, "seeds": list(seeds), "queries": searched(data)["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
+    return {"folds": k, "seeds": list(seeds), "queries": data.choice_pairs["query_id"].n_unique(), "pool": [min(pooled), max(pooled)],
             "sizes": run, "skipped": skipped, "extra": [*extra, *views], "reference": reference, "decides": decides,
             "curves": curves,
             "lines": {name: {"cv_retrieve": query_means(retrieved)["mrr"], "cv_map": query_means(by_query)["map"], "extra": maps,

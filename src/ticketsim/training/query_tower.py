@@ -33,7 +33,7 @@ from ticketsim.scoring.weights import metric_of
 from ticketsim.search.index import reuse_index
 from ticketsim.search.queries import export_queries
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
-from ticketsim.training.variant import Prepared, train_variant
+from ticketsim.training.variant import TrainingInputs, train_variant
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def retrain_query_tower(params: Params, bundle: Path, index: Path, out: Path) ->
     tickets = pair_tickets_s(scorer, corpus, set(metric_of(variant).needs()[1]["Fq"]))
     # No channel reads words (Fq and L read raw text, S and tokens): the word table is a placeholder of the right height.
     words = np.zeros((tokens.vocabulary().height, 2), np.float32)
-    data = Prepared(params, corpus.pairs, tokens, corpus, (scaled(tickets, start.scale),), {"S": start.scale}, words, 1,
+    data = TrainingInputs(params, corpus.pairs, tokens, corpus, (scaled(tickets, start.scale),), {"S": start.scale}, words, 1,
                     start, None)
     trained = train_variant(data, variant, params.seed)
     model = out / "model"

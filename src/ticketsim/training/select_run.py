@@ -29,17 +29,17 @@ from ticketsim.scoring.weights import metric_of
 from ticketsim.training.select_report import SelectReport, costing, judged, summary, tests
 from ticketsim.training.selection import OWN, RETRIEVED, cross_validate_under, retrieval_run, split_run, with_folds
 from ticketsim.training.shift import CROSS_PART, LATER_YEAR, Shifts, cross_part, part_runs
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, prepare_files, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, TrainingInputs, train_variant, training_inputs_from_files
 
 S_ROW, S_LEVEL = "S#14 zero-shot (cosine)", "sub+desc-sub+desc+sol"
 
 
-def choice_run(problem: Prepared, scores: np.ndarray, folds: int, seed: int) -> pl.DataFrame:
+def choice_run(problem: TrainingInputs, scores: np.ndarray, folds: int, seed: int) -> pl.DataFrame:
     """An untrained model's per_query of the train + dev queries, with the folds cross_validate draws for `seed`."""
     return with_folds(split_run(problem, scores, *CHOICE_SPLITS), folds, seed)
 
 
-def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
+def trained(problem: TrainingInputs, name: str, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
             shifts: Shifts) -> dict:
     """Cross-validated for the first cv_seeds seeds (the later-year view of the same folds, the cross-part models),
     trained on train and early-stopped on dev for every seed (the lay split scored by the same models)."""
@@ -69,7 +69,7 @@ def trained(problem: Prepared, name: str, folds: int, seeds: list[int], cv_seeds
             | costing(variant, problem.params))
 
 
-def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
+def label_free(problem: TrainingInputs, variant, folds: int, seeds: list[int], cv_seeds: int, epochs: int, bar: tqdm,
                started: float, shifts: Shifts) -> dict:
     """A configuration that learns from no label (labels: false): its k models of a seed's cross-validation would be
     the same model, so one per seed scores every query, each counted in the fold that seed draws for it (and under
@@ -93,7 +93,7 @@ def label_free(problem: Prepared, variant, folds: int, seeds: list[int], cv_seed
             | costing(variant, problem.params))
 
 
-def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, folds: int, seeds: list[int],
+def untrained(problem: TrainingInputs, scores: np.ndarray, later: np.ndarray | None, folds: int, seeds: list[int],
               shifts: Shifts, matrix: ScoreMatrix | None = None) -> dict:
     """The same figures for pair scores that need no training (`later`: under the later-year view, where it has any;
     `matrix`: every query against every ticket, where the method can search, as the source's order cannot): the folds of
@@ -107,7 +107,7 @@ def untrained(problem: Prepared, scores: np.ndarray, later: np.ndarray | None, f
                    retrieve_runs)
 
 
-def baseline_matrices(problem: Prepared, params) -> dict[str, ScoreMatrix]:
+def baseline_matrices(problem: TrainingInputs, params) -> dict[str, ScoreMatrix]:
     """Every query against every ticket under the untrained methods that search: BM25 and S's row #14."""
     matrices = {"BM25": bm25_matrix(problem.tokens, params.bm25)}
     for vectors in problem.channels:
@@ -116,7 +116,7 @@ def baseline_matrices(problem: Prepared, params) -> dict[str, ScoreMatrix]:
     return matrices
 
 
-def baseline_scores(problem: Prepared, params) -> dict[str, np.ndarray]:
+def baseline_scores(problem: TrainingInputs, params) -> dict[str, np.ndarray]:
     """Pair scores of the untrained methods: baseline_matrices' and the source's order (when it ships one)."""
     scores = {name: matrix.pair_scores(problem.pairs) for name, matrix in baseline_matrices(problem, params).items()}
     order = source_order_scores(problem.pairs)
@@ -126,9 +126,9 @@ def baseline_scores(problem: Prepared, params) -> dict[str, np.ndarray]:
 
 
 def load_problem(params: Params, workspace: Path, dataset: str, names: list[str], channels: set[str] = frozenset(),
-                 splits: tuple[str, ...] = CHOICE_SPLITS) -> Prepared:
-    """The Prepared of `dataset` from the workspace's tuner files (the same inputs: config.workspace), with the cached channels the named
-    variants read and `channels`; one-line errors for an unknown name or a missing cache."""
+                 splits: tuple[str, ...] = CHOICE_SPLITS) -> TrainingInputs:
+    """The TrainingInputs of `dataset` from the workspace's tuner files (the same inputs: config.workspace), with the
+    cached channels the named variants read and `channels`; one-line errors for an unknown name or a missing cache."""
     params.dataset(dataset)
     every = {**params.siamese.variants, **params.siamese.finetuned}
     unknown = [name for name in names if name not in every]
@@ -141,14 +141,14 @@ def load_problem(params: Params, workspace: Path, dataset: str, names: list[str]
     if missing:
         stages = " ".join(dvc_stage(dataset, c) for c in sorted(needed | {"E"}))    # E: the word table
         raise StepError(f"{', '.join(missing)} missing: run `dvc repro {stages}` in {workspace} first")
-    return prepare_files(params, str(files.corpus), str(files.tokens), str(files.channels), [every[name] for name in names],
+    return training_inputs_from_files(params, str(files.corpus), str(files.tokens), str(files.channels), [every[name] for name in names],
                          splits=splits, also=CHANNELS)
 
 
-def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
+def select(problem: TrainingInputs, variants: list[str], shifts: Shifts, folds: int, seeds: list[int], cv_seeds: int,
            epochs: int | None, baselines: bool, resamples: int, decides: str = "retrieve", *, dataset: str,
            command: str = "", workspace: str | None = None, started: float | None = None) -> SelectReport:
-    """The report of `ticketsim select` on a Prepared of `dataset`: every configuration cross-validated for the first
+    """The report of `ticketsim select` on the TrainingInputs of `dataset`: every configuration cross-validated for the first
     cv_seeds seeds and trained per seed, scored under `shifts`, the baselines beside them, the paired tests and the
     judgement against the zero-shot reference (siamese.unlabelled); its seconds since `started` (a perf_counter; default:
     now), `command` and `workspace` as the caller ran it."""
@@ -164,7 +164,7 @@ def select(problem: Prepared, variants: list[str], shifts: Shifts, folds: int, s
     for name, pair_scores in scores.items():
         results[name] = untrained(problem, pair_scores, later.get(name), folds, seeds[:cv_seeds], shifts, matrices.get(name))
     return SelectReport(
-        command=command, queries=problem.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))["query_id"].n_unique(),
+        command=command, queries=problem.choice_pairs["query_id"].n_unique(),
         folds=folds, seeds=seeds, cv_seeds=seeds[:cv_seeds], epochs=epochs, compared=len(variants), decides=decides,
         configurations=results, tests=tests(results, variants, list(scores), resamples, decides) if cv_seeds else [],
         judgement=judged(results, variants, params.siamese.unlabelled, params.siamese.final, resamples, decides)

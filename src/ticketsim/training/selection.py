@@ -19,7 +19,7 @@ import polars as pl
 
 from ticketsim.config import ConfigError, VariantConfig
 from ticketsim.evaluate.protocols import ScoreMatrix, query_means, rerank_by_query, retrieve_by_query
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
+from ticketsim.training.variant import TrainedVariant, TrainingInputs, train_variant
 
 
 def query_folds(query_ids: Iterable[str], k: int, seed: int) -> dict[str, int]:
@@ -48,13 +48,13 @@ def per_query(pairs: pl.DataFrame, scores: np.ndarray, depth: int) -> pl.DataFra
     return rerank_by_query(pairs.with_columns(score=pl.Series(np.asarray(scores, dtype=np.float64))), depth)
 
 
-def split_run(data: Prepared, scores: np.ndarray, *splits: str) -> pl.DataFrame:
+def split_run(data: TrainingInputs, scores: np.ndarray, *splits: str) -> pl.DataFrame:
     """per_query of the pairs of these splits, from the scores of every pair of `data`."""
     rows = data.pairs["split"].is_in(splits)
     return per_query(data.pairs.filter(rows), scores[rows.to_numpy()], data.params.evaluation.depth)
 
 
-def cross_validate(data: Prepared, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
+def cross_validate(data: TrainingInputs, variant: VariantConfig, k: int = 5, seed: int = 0, hidden: int | None = None,
                    epochs: int | None = None) -> pl.DataFrame:
     """per_query of every train + dev query of data.pairs exactly once, scored by the model trained without its fold,
     and a column fold. `seed` draws the folds and seeds each model; hidden and epochs as train_variant's."""
@@ -65,17 +65,17 @@ OWN = "cv"              # cross_validate_under's key of the folds scored as `dat
 RETRIEVED = "retrieve"  # its key of the same held-out queries searching every ticket of the pool
 
 
-def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[str, Prepared], k: int = 5, seed: int = 0,
+def cross_validate_under(data: TrainingInputs, variant: VariantConfig, views: Mapping[str, TrainingInputs], k: int = 5, seed: int = 0,
                          hidden: int | None = None, epochs: int | None = None) -> dict[str, pl.DataFrame]:
     """cross_validate's frame (key OWN), the same held-out queries retrieving from the whole pool (key RETRIEVED) and,
     from the same k models, each held-out fold scored under each of `views` (name -> the same queries seen otherwise,
-    e.g. training.shift.later_year(data)). Only the train and dev queries are folded: a shift split or the test split
+    e.g. training.shift.later_year(data)). Only the train and dev queries are dealt into folds: a shift split or the test split
     is never trained or chosen on."""
-    searched = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
-    folds = query_folds(searched["query_id"], k, seed)
+    choice = data.choice_pairs
+    folds = query_folds(choice["query_id"], k, seed)
     depth, runs = data.params.evaluation.depth, {name: [] for name in (OWN, RETRIEVED, *views)}
     for held_out in range(k):
-        pairs = fold_pairs(searched, folds, held_out)
+        pairs = fold_pairs(choice, folds, held_out)
         # The channel scales stay those of the data's own train split: vectors only, no label of a held-out query.
         trained = train_variant(replace(data, pairs=pairs), variant, seed, hidden, epochs)
         scored = (pairs["split"] == "test").to_numpy()
@@ -88,17 +88,17 @@ def cross_validate_under(data: Prepared, variant: VariantConfig, views: Mapping[
     return {name: pl.concat([run.with_columns(fold=pl.lit(f)) for f, run in enumerate(parts)]) for name, parts in runs.items()}
 
 
-def scored_under(view: Prepared, trained: TrainedVariant, queries: list[str]) -> pl.DataFrame:
+def scored_under(view: TrainingInputs, trained: TrainedVariant, queries: list[str]) -> pl.DataFrame:
     """per_query of `queries` seen in a shift's view (e.g. training.shift.later_year(data)), scored by a trained model:
     only their pairs are scored."""
     seen = replace(view, pairs=view.pairs.filter(pl.col("query_id").is_in(queries)))
     return per_query(seen.pairs, trained.scores_on(seen), view.params.evaluation.depth)
 
 
-def retrieval_run(matrix: ScoreMatrix, data: Prepared) -> pl.DataFrame:
+def retrieval_run(matrix: ScoreMatrix, data: TrainingInputs) -> pl.DataFrame:
     """retrieve_by_query of the train + dev queries from every ticket of `matrix` (an untrained method's, or one model's
     that learned no label)."""
-    return retrieve_by_query(matrix, data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), data.params.evaluation.depth)
+    return retrieve_by_query(matrix, data.choice_pairs, data.params.evaluation.depth)
 
 
 def with_folds(by_query: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:

@@ -35,7 +35,7 @@ from ticketsim.evaluate.protocols import rerank
 from ticketsim.evaluate.suite import EVALUATION_SPLITS
 from ticketsim.text.tokenize import Tokens
 from ticketsim.training.selection import OWN, split_run
-from ticketsim.training.variant import CHOICE_SPLITS, Prepared, TrainedVariant, train_variant
+from ticketsim.training.variant import CHOICE_SPLITS, TrainedVariant, TrainingInputs, train_variant
 
 LATER_YEAR, CROSS_PART, CROSS_DATASET = "later-year", "cross-part", "cross-dataset"
 # Sources whose ticket solution is a comment thread a later year's candidates lack, and whose pairs carry the
@@ -43,7 +43,7 @@ LATER_YEAR, CROSS_PART, CROSS_DATASET = "later-year", "cross-part", "cross-datas
 THREADED = ("semeval2016",)
 
 
-def later_year(data: Prepared) -> Prepared:
+def later_year(data: TrainingInputs) -> TrainingInputs:
     """`data` as a later year's candidates come: no comment thread (each ticket's solution empty in its texts, tokens
     and cached channels) and no source order (R constant: what a search has). Same pairs, same scales."""
     tickets = data.tokens.tickets
@@ -65,14 +65,14 @@ def without_threads(vectors: ChannelVectors, threadless: Collection[str]) -> Cha
                           {**vectors.tickets, "sol": np.repeat(empty, len(sol), axis=0), "sub+desc+sol": vectors.tickets["sub+desc"]})
 
 
-def cross_part(data: Prepared, variant: VariantConfig, parts: Mapping[str, Collection[str]], seed: int,
+def cross_part(data: TrainingInputs, variant: VariantConfig, parts: Mapping[str, Collection[str]], seed: int,
                hidden: int | None = None, epochs: int | None = None) -> pl.DataFrame:
     """per_query of each part's train queries (parts: name -> query ids, e.g. data.semeval.train_parts), scored by the
     model trained on the other parts' train queries and early-stopped on dev; a column part."""
-    searched, runs = data.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS)), []
+    choice, runs = data.choice_pairs, []
     for name, ids in parts.items():
         scored = pl.col("query_id").is_in(list(ids)) & (pl.col("split") == "train")
-        pairs = searched.with_columns(split=pl.when(scored).then(pl.lit("test")).otherwise(pl.col("split")))
+        pairs = choice.with_columns(split=pl.when(scored).then(pl.lit("test")).otherwise(pl.col("split")))
         counts = dict(pairs.group_by("split").len().iter_rows())
         if not counts.get("test") or not counts.get("train"):
             raise ConfigError(f"cross-part: part {name} has {counts.get('test', 0)} train pairs and the other parts "
@@ -94,16 +94,16 @@ class Shifts:
     """The shifts one dataset is scored under, and what they read."""
 
     lay: bool                           # it has lay queries
-    later: Prepared | None              # its later-year view (a threaded source)
+    later: TrainingInputs | None              # its later-year view (a threaded source)
     parts: dict[str, set[str]]          # train part -> its query ids (cross-part: two parts or more)
-    other: Prepared | None = None       # another dataset, its train + dev pairs scored (cross-dataset)
+    other: TrainingInputs | None = None       # another dataset, its train + dev pairs scored (cross-dataset)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, on in ((LAY, self.lay), (LATER_YEAR, self.later is not None),
                                            (CROSS_PART, len(self.parts) > 1), (CROSS_DATASET, self.other is not None)) if on)
 
-    def scored(self, data: Prepared, model: TrainedVariant, scores: np.ndarray) -> dict[str, pl.DataFrame]:
+    def scored(self, data: TrainingInputs, model: TrainedVariant, scores: np.ndarray) -> dict[str, pl.DataFrame]:
         """The shifts a model trained on data's train (early-stopped on dev; `scores`: its g of data's pairs) is scored
         under as it is: per_query of the lay split and of the other dataset's train + dev queries."""
         runs = {LAY: split_run(data, scores, LAY)} if self.lay else {}
@@ -112,19 +112,19 @@ class Shifts:
         return runs
 
     @property
-    def views(self) -> dict[str, Prepared]:
+    def views(self) -> dict[str, TrainingInputs]:
         """cross_validate_under's views."""
         return {LATER_YEAR: self.later} if self.later is not None else {}
 
 
-def shifts_of(data: Prepared, source: str, parts: Mapping[str, Collection[str]] = {}, other: Prepared | None = None) -> Shifts:
+def shifts_of(data: TrainingInputs, source: str, parts: Mapping[str, Collection[str]] = {}, other: TrainingInputs | None = None) -> Shifts:
     """The shifts of a dataset from `source` (datasets.<name>.source) with these train parts, and `other`'s queries."""
     threaded = source in THREADED
     return Shifts(bool((data.pairs["split"] == LAY).any()), later_year(data) if threaded else None,
                   {name: set(ids) for name, ids in parts.items()} if threaded else {}, other)
 
 
-def later_year_results(trained: TrainedVariant, data: Prepared) -> dict:
+def later_year_results(trained: TrainedVariant, data: TrainingInputs) -> dict:
     """A trained row's figure under the later-year view, beside its own: rerank of each evaluation split, keys
     "<split>-later-year" (no model trained again)."""
     view = later_year(data)

@@ -1,6 +1,6 @@
 """The Siamese network's rows of one dataset: each variant trained (training.variant.train_variant), saved, calibrated
-and evaluated from one `Prepared` dataset, on the lay split too where it has one and, for a threaded source, as a later
-year's candidates come (training.shift): a row's shift figures beside its dev and test ones.
+and evaluated from one dataset's `TrainingInputs`, on the lay split too where it has one and, for a threaded source, as a
+later year's candidates come (training.shift): a row's shift figures beside its dev and test ones.
 
 What the siamese stage runs for every variant and seed of evaluation.seeds (side by side, ticketsim.side_by_side; a
 row's figures are their mean, with their spread: evaluate.report.over_seeds) and the final stage for the tuned one. A
@@ -25,7 +25,7 @@ from ticketsim.model.branches import TOWERS
 from ticketsim.model.saved import SCALES, write_variant
 from ticketsim.training.shift import THREADED, later_year_results
 from ticketsim.training.trainer import History, seed_folder
-from ticketsim.training.variant import Prepared, TrainedVariant, train_variant
+from ticketsim.training.variant import TrainedVariant, TrainingInputs, train_variant
 
 
 def loss_prefix(phase: str) -> str:
@@ -77,7 +77,7 @@ def over_row_seeds(runs: Sequence[tuple[Row, Trained]], seeds: Sequence[int]) ->
     return row, Trained(over_seeds({seed: by_seed[seed][1].results for seed in seeds}), trained.histories)
 
 
-def train_row(data: Prepared, row: Row) -> Trained:
+def train_row(data: TrainingInputs, row: Row) -> Trained:
     """Train `row` on the dataset (resuming its checkpoints), save it and, with labels, calibrate and evaluate it."""
     started = time.perf_counter()
     trained = train_variant(data, row.variant, row.seed, checkpoints=row.out)

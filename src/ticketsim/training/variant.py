@@ -1,4 +1,4 @@
-"""One Siamese variant on one dataset: what every variant reads, prepared once (Prepared), and the one way to train a
+"""One Siamese variant on one dataset: what every variant reads, built once (TrainingInputs), and the one way to train a
 variant on it (train_variant -> TrainedVariant), for the stages, the tuner, model selection and the benchmarks."""
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ CHOICE_SPLITS = ("train", "dev")   # what a configuration may be chosen on: the 
 
 
 @dataclass(frozen=True, eq=False)
-class Prepared:
+class TrainingInputs:
     """What training any variant on one dataset reads, built once by `training_inputs`: the one input of the siamese and final
     stages, the tuner, cross-validated selection and the benchmarks (picklable: worker processes and tune's trials get a
     copy)."""
@@ -108,6 +108,11 @@ class Prepared:
     rescore_pools: tuple = ()              # the tuner's per-fold pools for cv_retrieve (ticketsim.tuning.rescore.Pool)
 
     @property
+    def choice_pairs(self) -> pl.DataFrame:
+        """The train + dev pairs: what a configuration is chosen on, what cross-validation deals into folds."""
+        return self.pairs.filter(pl.col("split").is_in(CHOICE_SPLITS))
+
+    @property
     def siamese(self) -> SiameseParams:
         return self.params.siamese
 
@@ -120,7 +125,7 @@ class Prepared:
 def training_inputs(params: Params, tokens: Tokens, channels: Sequence[ChannelVectors],
                     word_table: Callable[[list[str]], np.ndarray], char_dim: int, variants: Sequence[VariantConfig],
                     corpus: Corpus | None = None, pairs: pl.DataFrame | None = None, labelled: bool = True,
-                    splits: Sequence[str] | None = None) -> Prepared:
+                    splits: Sequence[str] | None = None) -> TrainingInputs:
     """Everything the `variants` need beside their own weights: each channel's scale (the train pairs' or, without
     labels, the mined pairs'), their F and A branches' start (the encoder loaded once), the mined pairs, the word table
     (`word_table(words)`: sumemb.word_vectors in the stages). `pairs`: the corpus's by default; `splits`: only the
@@ -144,12 +149,12 @@ def training_inputs(params: Params, tokens: Tokens, channels: Sequence[ChannelVe
     # In channel order, however the caches were listed: tune's study name hashes them.
     channels = tuple(scaled(v, scales[v.channel]) for v in sorted(channels, key=lambda v: v.channel))
     table = np.asarray(word_table(list(tokens.vocabulary()["token"])), dtype=np.float32)
-    return Prepared(params, pairs, tokens, corpus, channels, scales, table, char_dim, start, mined,
+    return TrainingInputs(params, pairs, tokens, corpus, channels, scales, table, char_dim, start, mined,
                     inputs_digest(tokens, table, channels), labelled)
 
 
-def prepare_files(params: Params, corpus: str, tokens: str, channels: str | Path, variants: Sequence[VariantConfig],
-                  labelled: bool = True, splits: Sequence[str] | None = None, also: Iterable[str] = ()) -> Prepared:
+def training_inputs_from_files(params: Params, corpus: str, tokens: str, channels: str | Path, variants: Sequence[VariantConfig],
+                  labelled: bool = True, splits: Sequence[str] | None = None, also: Iterable[str] = ()) -> TrainingInputs:
     """`training_inputs` over the pipeline's files (the prepared corpus, tokens, the channels folder: channel E's word models and
     the caches), with the cached channels the variants read and those named in `also` (of them, those written)."""
     from ticketsim.channels.char_blstm import load_checkpoint
@@ -266,7 +271,7 @@ def train_model(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, variant
 
 @dataclass(frozen=True, eq=False)
 class TrainedVariant:
-    """One variant trained on a Prepared: its model (in eval mode), the inputs it reads, its training histories."""
+    """One variant trained on TrainingInputs: its model (in eval mode), the inputs it reads, its training histories."""
 
     variant: VariantConfig
     model: SiameseLSTM
@@ -283,7 +288,7 @@ class TrainedVariant:
         """g of every pair, in eval mode."""
         return pair_values(self.model, self.inputs, self.pairs, self.metric)
 
-    def scores_on(self, data: Prepared) -> np.ndarray:
+    def scores_on(self, data: TrainingInputs) -> np.ndarray:
         """g of every pair of `data`, in eval mode: other pairs, or the same ones seen otherwise (training.shift's
         views), read through the model's own words and the cached channels at `data`'s scales."""
         return replace(self, inputs=variant_inputs(data, self.variant, self.inputs.words), pairs=data.pairs).pair_scores()
@@ -297,7 +302,7 @@ class TrainedVariant:
         write_inputs(folder, self.scales, self.inputs.words)
 
 
-def training_pairs(data: Prepared, variant: VariantConfig) -> pl.DataFrame:
+def training_pairs(data: TrainingInputs, variant: VariantConfig) -> pl.DataFrame:
     """What the variant learns from: data's pairs, and with `negatives` each train query's hard negatives of the whole
     base (training.mining.judged_negatives); scored and evaluated on data's pairs alone."""
     if not variant.negatives:
@@ -306,7 +311,7 @@ def training_pairs(data: Prepared, variant: VariantConfig) -> pl.DataFrame:
     return pl.concat([data.pairs, judged_negatives(data.pairs, data.tokens, data.siamese.selfsup, data.params.bm25, sentence)])
 
 
-def variant_inputs(data: Prepared, variant: VariantConfig, words: Sequence[str] | None = None) -> Inputs:
+def variant_inputs(data: TrainingInputs, variant: VariantConfig, words: Sequence[str] | None = None) -> Inputs:
     """What the variant reads of `data`, the cached channels it weighs among them; `words`: build_inputs'."""
     metric = metric_of(variant)
     cached = reads(metric)
@@ -314,7 +319,7 @@ def variant_inputs(data: Prepared, variant: VariantConfig, words: Sequence[str] 
                         data.params.bm25, data.corpus, words)
 
 
-def train_variant(data: Prepared, variant: VariantConfig, seed: int, hidden: int | None = None, epochs: int | None = None,
+def train_variant(data: TrainingInputs, variant: VariantConfig, seed: int, hidden: int | None = None, epochs: int | None = None,
                   checkpoints: Path | None = None,
                   on_epoch: Callable[[str, int, Callable[[], np.ndarray]], None] | None = None) -> TrainedVariant:
     """THE way to train a variant: its inputs from `data`, a model seeded by `seed`, every training phase (fit_variant).

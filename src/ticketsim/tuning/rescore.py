@@ -22,7 +22,7 @@ from ticketsim.model.siamese import SiameseLSTM
 from ticketsim.scoring.fused import FusedScore
 from ticketsim.scoring.weights import MetricConfig, metric_of
 from ticketsim.training.selection import fold_pairs, per_query, query_folds
-from ticketsim.training.variant import Prepared, train_variant
+from ticketsim.training.variant import TrainingInputs, train_variant
 
 
 def space_metric(cfg: TuneConfig, final: VariantConfig) -> MetricConfig:
@@ -31,7 +31,7 @@ def space_metric(cfg: TuneConfig, final: VariantConfig) -> MetricConfig:
     return MetricConfig(channels=dict.fromkeys(space.channels, 1.0), levels=dict.fromkeys(space.levels, 1.0))
 
 
-def space_inputs(problem: Prepared, metric: MetricConfig) -> Inputs:
+def space_inputs(problem: TrainingInputs, metric: MetricConfig) -> Inputs:
     """The inputs of every pair for every channel and level of `metric` (the cached channels its branches read too)."""
     cached = reads(metric)
     return build_inputs(problem.tokens, [v for v in problem.channels if v.channel in cached], metric,
@@ -40,7 +40,7 @@ def space_inputs(problem: Prepared, metric: MetricConfig) -> Inputs:
 
 def model_vectors(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metric: MetricConfig) -> tuple[dict, dict, dict]:
     """Each pair's query and ticket vectors of the metric's channels as `model` computes them, and its pair channels'
-    distances: Prepared.rescore_vectors, what `rescore` reads."""
+    distances: TrainingInputs.rescore_vectors, what `rescore` reads."""
     needs_q, needs_t = metric.needs()
     q_rows, t_rows = inputs.queries.row(pairs["query_id"]), inputs.tickets.row(pairs["ticket_id"])
     queries, tickets = side_channels(model, inputs.queries, needs_q), side_channels(model, inputs.tickets, needs_t, tickets=True)
@@ -49,7 +49,7 @@ def model_vectors(model: SiameseLSTM, inputs: Inputs, pairs: pl.DataFrame, metri
             {c: d.double() for c, d in inputs.pair_distances(metric, pairs).items()})
 
 
-def with_rescore_vectors(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> Prepared:
+def with_rescore_vectors(problem: TrainingInputs, cfg: TuneConfig, base_model: str | Path | None = None) -> TrainingInputs:
     """Every pair's query and ticket vectors of every channel the space weighs, from one model of the final variant.
 
     The model is the siamese stage's (`base_model`: its folder, trained on train pairs, early-stopped on dev) or,
@@ -76,7 +76,7 @@ def with_rescore_vectors(problem: Prepared, cfg: TuneConfig, base_model: str | P
     return replace(problem, rescore_vectors=model_vectors(model, inputs, problem.pairs, metric))
 
 
-def rescore(problem: Prepared, variant: VariantConfig) -> np.ndarray:
+def rescore(problem: TrainingInputs, variant: VariantConfig) -> np.ndarray:
     """g of every pair with new weights on the rescore vectors: no training."""
     queries, tickets, pair = problem.rescore_vectors
     return FusedScore.of(metric_of(variant)).similarity(queries, tickets, pair=pair).numpy()
@@ -106,7 +106,7 @@ class FoldModels:
     vectors from the model of its fold (`held_out.rescore_vectors`), for cv_retrieve each fold's Pool
     (`held_out.rescore_pools`), and the W and V those models learned."""
 
-    held_out: Prepared
+    held_out: TrainingInputs
     learned: VariantConfig      # the final variant with the fold models' mean learned W and V (their own when fixed)
 
 
@@ -122,7 +122,7 @@ def fold_pool(model: SiameseLSTM, inputs: Inputs, held_out: pl.DataFrame, metric
                 {c: d[rows].double() for c, d in inputs.pair_distances(metric).items()}, held_out)
 
 
-def fold_models(problem: Prepared, cfg: TuneConfig) -> FoldModels:
+def fold_models(problem: TrainingInputs, cfg: TuneConfig) -> FoldModels:
     """tune.folds folds of the train + dev queries (training.selection's, drawn by seed); per fold one model of the final
     variant trained once for tune.epochs on the other folds (the next fold early-stopping it), its rescore vectors of
     the fold's pairs and, for cv_retrieve, its Pool. The channel scales stay the train split's: vectors only, no label of
@@ -158,12 +158,12 @@ def concatenated(blocks: list[tuple[dict, dict, dict]]) -> tuple[dict, dict, dic
     return side(queries), side(tickets), {c: torch.cat([p[c] for p in pair]) for c in pair[0]}
 
 
-def cv_map(held_out: Prepared, variant: VariantConfig) -> float:
+def cv_map(held_out: TrainingInputs, variant: VariantConfig) -> float:
     """Rerank MAP over every held-out query, each scored with the variant's W and V on its fold model's vectors."""
     return query_means(per_query(held_out.pairs, rescore(held_out, variant), held_out.params.evaluation.depth))["map"]
 
 
-def cv_retrieve(held_out: Prepared, variant: VariantConfig) -> dict[str, float]:
+def cv_retrieve(held_out: TrainingInputs, variant: VariantConfig) -> dict[str, float]:
     """Retrieve MRR, MAP and nDCG at depth over every held-out query, each searching every ticket with the variant's W
     and V on its fold model's vectors (a ticket the query does not judge counts as not relevant), keys cv_retrieve
     (MRR: the objective), cv_retrieve_map, cv_retrieve_ndcg; and the rerank cv_map beside them."""

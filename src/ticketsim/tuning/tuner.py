@@ -39,12 +39,12 @@ from ticketsim.model.saved import WEIGHTS
 from ticketsim.side_by_side import reaped, spawn
 from ticketsim.training.variant import (
     CHOICE_SPLITS,
-    Prepared,
+    TrainingInputs,
     inputs_digest,
     pairs_digest,
-    prepare_files,
     threads_alone,
     train_variant,
+    training_inputs_from_files,
 )
 from ticketsim.tuning.output import write_plots, write_tuned
 from ticketsim.tuning.rescore import cv_map, cv_retrieve, fold_models, rescore, space_metric, with_rescore_vectors
@@ -53,11 +53,11 @@ from ticketsim.tuning.study import CLAIMED, FINISHED, Surplus, create_or_load, f
 POLL_SECONDS = 0.5          # how often a worker waiting for the others' last trials looks again
 
 
-def tuning_inputs(params: Params, corpus: str, tokens: str, channels: str) -> Prepared:
+def tuning_inputs(params: Params, corpus: str, tokens: str, channels: str) -> TrainingInputs:
     """What every trial reads, from the pipeline's files: the final variant's inputs over train and dev pairs only (no
     test pair, no test query's tokens), with the cached channels the study's space weighs."""
     final = params.siamese.variant(params.siamese.final)
-    return prepare_files(params, corpus, tokens, channels, [final], splits=CHOICE_SPLITS,
+    return training_inputs_from_files(params, corpus, tokens, channels, [final], splits=CHOICE_SPLITS,
                          also=space_metric(params.tune, final).channels)
 
 
@@ -67,7 +67,7 @@ LOGGED = {"map": "dev.rerank.map", "mse": "dev.similarity.mse", "cv_map": "cv.re
           "cv_retrieve_map": "cv.retrieve.map@10", "cv_retrieve_ndcg": "cv.retrieve.ndcg@10"}
 
 
-def dev_measures(problem: Prepared, scores: np.ndarray) -> dict[str, float]:
+def dev_measures(problem: TrainingInputs, scores: np.ndarray) -> dict[str, float]:
     """Dev rerank MAP and the dev MSE of scores calibrated on train (the retrieve protocol is left to the stages)."""
     dev = evaluate_method(problem.pairs, scores, None, problem.params.evaluation)["dev"]
     return {"map": dev["rerank"]["map"], "mse": dev["similarity"]["mse"]}
@@ -93,14 +93,14 @@ def trial_params(variant: VariantConfig, hidden: int, cfg: TuneConfig) -> dict[s
     return names | ({"hidden": hidden} if cfg.mode == "retrain" else {})
 
 
-def tuned_from(params: dict[str, float], problem: Prepared) -> VariantConfig:
+def tuned_from(params: dict[str, float], problem: TrainingInputs) -> VariantConfig:
     """The final variant with a trial's weights and LSTM size."""
     return replace(problem.final, channels={k[2:]: v for k, v in params.items() if k.startswith("W_")},
                    levels={k[2:]: v for k, v in params.items() if k.startswith("V_")},
                    hidden=int(params.get("hidden", problem.siamese.hidden)))
 
 
-def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, hidden: int,
+def evaluate_trial(problem: TrainingInputs, cfg: TuneConfig, variant: VariantConfig, hidden: int,
                    report: Callable[[int, float], None] | None = None) -> dict[str, float]:
     """The measures of one weighting: its CV retrieval (and rerank MAP beside it) or CV MAP on the fold models (`problem`
     from trial_problem), or dev MAP and MSE rescored on the rescore vectors or of a model trained with it."""
@@ -118,7 +118,7 @@ def evaluate_trial(problem: Prepared, cfg: TuneConfig, variant: VariantConfig, h
     return dev_measures(problem, trained.pair_scores())
 
 
-def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str | None) -> Callable[[optuna.Trial], float]:
+def objective(problem: TrainingInputs, cfg: TuneConfig, tracking, parent_run_id: str | None) -> Callable[[optuna.Trial], float]:
     def run_trial(trial: optuna.Trial) -> float:
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")   # also while running: who holds it
         if surplus(trial, cfg.n_trials):
@@ -149,7 +149,7 @@ def objective(problem: Prepared, cfg: TuneConfig, tracking, parent_run_id: str |
     return run_trial
 
 
-def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str | Path | None = None) -> str:
+def study_name(cfg: TuneConfig, dataset: str, problem: TrainingInputs, base_model: str | Path | None = None) -> str:
     """Same space, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
     space = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
     digest = hashlib.sha1(json.dumps({"tune": space, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
@@ -161,7 +161,7 @@ def study_name(cfg: TuneConfig, dataset: str, problem: Prepared, base_model: str
     return f"{cfg.study}-{dataset}-{digest.hexdigest()[:8]}"
 
 
-def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, threads: int, tracking=None,
+def run_worker(problem: TrainingInputs, cfg: TuneConfig, name: str, worker: int, threads: int, tracking=None,
                parent_run_id: str | None = None) -> None:
     """One process's share, on `threads` torch threads: the study's next trial, one at a time, until it has cfg.n_trials
     finished ones or cfg.timeout passes. When the other workers' running trials take the last places, it waits for them:
@@ -182,7 +182,7 @@ def run_worker(problem: Prepared, cfg: TuneConfig, name: str, worker: int, threa
             study.optimize(run_trial, n_trials=1, catch=(Surplus,))   # fails stale trials first, runs a queued one first
 
 
-def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
+def run_study(problem: TrainingInputs, cfg: TuneConfig, name: str, workers: int = 1, tracking=None,
            parent_run_id: str | None = None, base_model: str | Path | None = None) -> optuna.Study:
     """Run the study with `workers` processes on its storage (1: in this process); trial_problem's default point first."""
     study, created = create_or_load(cfg, name, problem.params.seed)
@@ -218,7 +218,7 @@ def run_study(problem: Prepared, cfg: TuneConfig, name: str, workers: int = 1, t
     return open_study(cfg, name, problem.params.seed)
 
 
-def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[Prepared, VariantConfig]:
+def trial_problem(problem: TrainingInputs, cfg: TuneConfig, base_model: str | Path | None = None) -> tuple[TrainingInputs, VariantConfig]:
     """What the trials read, and trial 0's weights: with a CV objective the fold models' held-out pairs (and pools) and
     the W and V they learned (their mean); in rescore mode one model's rescore vectors, in retrain mode `problem` itself,
     and siamese.final's weights."""
@@ -230,7 +230,7 @@ def trial_problem(problem: Prepared, cfg: TuneConfig, base_model: str | Path | N
     return problem, problem.final
 
 
-def summary(study: optuna.Study, problem: Prepared, cfg: TuneConfig, default: dict[str, float], seconds: float) -> dict:
+def summary(study: optuna.Study, problem: TrainingInputs, cfg: TuneConfig, default: dict[str, float], seconds: float) -> dict:
     """Best vs trial 0's weights (the objective's measures), trials by state, and the epochs pruning saved."""
     trials = study.get_trials(deepcopy=False)
     states = {state.name.lower(): sum(t.state == state for t in trials) for state in optuna.trial.TrialState}
@@ -247,7 +247,8 @@ def summary(study: optuna.Study, problem: Prepared, cfg: TuneConfig, default: di
             "seconds": round(seconds, 1)}
 
 
-def default_measures(study: optuna.Study, problem: Prepared, cfg: TuneConfig, base_model: str | Path | None = None) -> dict[str, float]:
+def default_measures(study: optuna.Study, problem: TrainingInputs, cfg: TuneConfig,
+                     base_model: str | Path | None = None) -> dict[str, float]:
     """Trial 0's measures: its trial's when it finished, else evaluated here."""
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         if trial.user_attrs.get("final"):
@@ -274,7 +275,7 @@ def untuned_line(params: Params, dataset: str, out: str | Path) -> str | None:
     return why and f"tune@{dataset}: {why}: {out} holds #{params.siamese.final_of(params.dataset(dataset))}'s weights, not tuned"
 
 
-def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared], out: str | Path, metrics: str | Path,
+def run(params: Params, dataset: str, problem: TrainingInputs | Callable[[], TrainingInputs], out: str | Path, metrics: str | Path,
         plots: str | Path, workers: int | None = None, base_model: str | Path | None = None) -> dict:
     """The tune stage: the study (unless tune.enabled is false), write the tuned variant, metrics and plots; one MLflow
     parent run. Where it tunes nothing, untuned_line says so."""
@@ -293,7 +294,7 @@ def run(params: Params, dataset: str, problem: Prepared | Callable[[], Prepared]
             result = {"enabled": False} if labelled and not cfg.enabled else {"skipped": why}
             Path(plots).mkdir(parents=True, exist_ok=True)     # no study, no plots; the folder is still the stage's output
         else:
-            problem = problem if isinstance(problem, Prepared) else problem()
+            problem = problem if isinstance(problem, TrainingInputs) else problem()
             name = study_name(cfg, dataset, problem, base_model)   # a finished study of the same space and data returns at once
             study = run_study(problem, cfg, name, workers, params.tracking, parent.info.run_id, base_model)
             result = summary(study, problem, cfg, default_measures(study, problem, cfg, base_model), time.perf_counter() - started)
