@@ -6,9 +6,7 @@ filter's tickets only, its top k the exact one, and a field the index lacks is o
 sync` makes the index equal to an export in one generation (a second writes nothing), refuses a bad export with one
 problem and nothing written, and killed at any step leaves the old index or the new one."""
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 from benchmarks.common import make_bundle
-from test_index_store import DIES_AT
+from test_index_store import DIES_AT, forker
 
 from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
@@ -32,8 +30,6 @@ from ticketsim.search.generations import generations
 from ticketsim.search.index import Encoded, TicketIndex, append, build_index, manifest_of, model_hash
 from ticketsim.search.searcher import Searcher
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1"}
 SECRET = "Qxyzzyplonk"     # a customer's name: a word no other ticket holds
 
 
@@ -202,22 +198,22 @@ def erased_at_each_step(source: Path, tmp_path: Path, script: str, args: list[st
     new one (`state` of it: `old` or `new`), and once the new one is in force the next writer leaves no generation
     holding the ticket."""
     outcomes = []
-    for kill_at in range(1, 100):
-        folder = tmp_path / f"kill-{kill_at}"
-        subprocess.run(["cp", "-a", str(source), str(folder)], check=True)
-        done = subprocess.run([sys.executable, "-c", script, str(folder), str(kill_at), *args], capture_output=True,
-                              text=True, env=ENV)
-        index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
-        outcomes.append(state(index))
-        assert outcomes[-1] in (old, new), (kill_at, outcomes[-1])
-        if outcomes[-1] == new:
-            added = index.tickets[[0]].with_columns(ticket_id=pl.lit("T-LATER"))
-            append(folder, index.model_hash, Encoded(np.asarray(index.vectors.array[[0]], np.float32), added))
-            assert all(TicketIndex.of_generation(folder, g, manifest_of(g)).row_of(gone) is None for g in generations(folder))
-        if done.returncode == 0:
-            assert done.stdout.strip() == says
-            break
-        assert done.returncode == -9, done.stderr
+    with forker(tmp_path) as run:
+        for kill_at in range(1, 100):
+            folder = tmp_path / f"kill-{kill_at}"
+            subprocess.run(["cp", "-a", str(source), str(folder)], check=True)
+            done = run(script, str(folder), str(kill_at), *args)
+            index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
+            outcomes.append(state(index))
+            assert outcomes[-1] in (old, new), (kill_at, outcomes[-1])
+            if outcomes[-1] == new:
+                added = index.tickets[[0]].with_columns(ticket_id=pl.lit("T-LATER"))
+                append(folder, index.model_hash, Encoded(np.asarray(index.vectors.array[[0]], np.float32), added))
+                assert all(TicketIndex.of_generation(folder, g, manifest_of(g)).row_of(gone) is None for g in generations(folder))
+            if done.returncode == 0:
+                assert done.stdout.strip() == says
+                break
+            assert done.returncode == -9, done.stderr
     assert outcomes[0] == old and outcomes[-1] == new and len(outcomes) > 10
 
 

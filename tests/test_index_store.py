@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -91,28 +93,71 @@ KILLER = DIES_AT + textwrap.dedent("""
     append(folder, index.model_hash, new)
     print("done")
 """)
+# One process imports what the writers' scripts import, once, and forks a child per kill point that runs a script as
+# `python -c` would (its argv, its stdout and stderr to files): a fresh Python per kill point spent most of the three
+# kill loops' 424 s importing polars, numpy and ticketsim. Imported, not run: polars' thread pool starts in each child.
+FORKER = textwrap.dedent("""
+    import json, os, sys, traceback
+    import numpy, polars, ticketsim.search.index, ticketsim.search.sync
+    for line in sys.stdin:
+        script, argv, out, err = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            for descriptor, path in ((1, out), (2, err)):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), descriptor)
+            sys.argv, code = ["-c", *argv], 0
+            try:
+                exec(compile(script, "<string>", "exec"), {"__name__": "__main__"})
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush(), sys.stderr.flush()
+            os._exit(code)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+""")
+
+
+@contextmanager
+def forker(folder: Path) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
+    """run(script, *argv): `python -c script *argv` in a child forked from FORKER's process, as subprocess.run gives it."""
+    process = subprocess.Popen([sys.executable, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
+
+    def run(script: str, *argv: str) -> subprocess.CompletedProcess:
+        out, err = folder / "forked.out", folder / "forked.err"
+        process.stdin.write(json.dumps([script, list(argv), str(out), str(err)]) + "\n")
+        process.stdin.flush()
+        code = process.stdout.readline()
+        assert code, "the forking process ended"
+        return subprocess.CompletedProcess(argv, int(code), out.read_text(), err.read_text())
+
+    try:
+        yield run
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
 
 
 @pytest.mark.slow
 def test_a_writer_killed_at_each_step_leaves_the_old_or_the_new_generation(store, tmp_path):
     bundle, index_folder, _ = store
     outcomes = []
-    for kill_at in range(1, 60):
-        folder = tmp_path / f"kill-{kill_at}"
-        subprocess.run(["cp", "-a", str(index_folder), str(folder)], check=True)
-        done = subprocess.run([sys.executable, "-c", KILLER, str(folder), str(kill_at)], capture_output=True, text=True, env=ENV)
-        index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
-        assert len(index) in (60, 65), (kill_at, len(index))
-        outcomes.append(len(index))
-        # and the next writer works: it cleans the leftovers and appends exactly once
-        after = append(folder, index.model_hash, renamed(index, [1, 2], "-later"))
-        assert len(after) == len(index) + 2 and not list(folder.glob(".gen-*"))
-        everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
-        assert np.array_equal(after.postings.docs, everything.docs) and np.array_equal(after.postings.tf, everything.tf)
-        if done.returncode == 0:
-            assert done.stdout.strip() == "done"
-            break
-        assert done.returncode == -9, done.stderr
+    with forker(tmp_path) as run:
+        for kill_at in range(1, 60):
+            folder = tmp_path / f"kill-{kill_at}"
+            subprocess.run(["cp", "-a", str(index_folder), str(folder)], check=True)
+            done = run(KILLER, str(folder), str(kill_at))
+            index = TicketIndex.load(folder)        # never damaged: the pointer names a whole generation
+            assert len(index) in (60, 65), (kill_at, len(index))
+            outcomes.append(len(index))
+            # and the next writer works: it cleans the leftovers and appends exactly once
+            after = append(folder, index.model_hash, renamed(index, [1, 2], "-later"))
+            assert len(after) == len(index) + 2 and not list(folder.glob(".gen-*"))
+            everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
+            assert np.array_equal(after.postings.docs, everything.docs) and np.array_equal(after.postings.tf, everything.tf)
+            if done.returncode == 0:
+                assert done.stdout.strip() == "done"
+                break
+            assert done.returncode == -9, done.stderr
     assert outcomes[0] == 60 and outcomes[-1] == 65 and len(outcomes) > 10    # killed at every step before it finished
 
 
