@@ -42,7 +42,7 @@ def test_every_command_has_its_section_and_every_argument_its_row():
     assert "| `--params PARAMS` | the params file, params-research.yaml read beside it (default: params.yaml) |" \
            in page["ticketsim validate"]
     assert [line.split(" | ")[0] for line in page["Exit codes"].splitlines() if line[2:3].isdigit()] == \
-           [f"| {code}" for code, _ in EXITS] == ["| 0", "| 1", "| 2", "| 65", "| 70"]
+           [f"| {code}" for code, _ in EXITS] == ["| 0", "| 1", "| 2", "| 65", "| 70", "| 141"]
 
 
 def test_a_toy_parser_renders_its_synopsis_defaults_choices_and_escaped_bars():
@@ -65,3 +65,20 @@ def test_a_toy_parser_renders_its_synopsis_defaults_choices_and_escaped_bars():
 def test_commands_prints_every_commands_help():
     shown = commands()
     assert all(f"usage: {name} " in shown for name, _, _ in commands_of(parser()))
+
+
+def test_a_reader_that_closes_the_output_ends_the_command_quietly_as_a_shell_tool():
+    """`ticketsim commands | head -1`: the pipe closed before the command writes is exit 141 (128 + SIGPIPE), no
+    traceback and no 'bug in ticketsim' line."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)      # closed before the command writes: its first write meets a closed pipe
+    try:
+        done = subprocess.run([sys.executable, "-m", "ticketsim.cli", "commands"], stdout=write, stderr=subprocess.PIPE,
+                              text=True)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr

@@ -3,19 +3,21 @@ calls one function of ticketsim.workflows, which strings the steps together and 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ticketsim.config.workspace import Workspace
-from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, StepError, Terminated
+from ticketsim.errors import BAD_INPUT, BUG, ERROR, FAILED, OK, PIPE_CLOSED, StepError, Terminated
 
 # A command imports its workflow when it runs: `ticketsim --help` must not wait for torch, MLflow or polars.
 
 EXITS = ((OK, "ok"), (FAILED, "the quality gate failed (gate, retrain)"),
          (ERROR, "a step could not run (a bad params file, tracking server unreachable, dvc failed; bad usage)"),
          (BAD_INPUT, "bad input (EX_DATAERR): refused, every problem listed as file:line; nothing was written"),
-         (BUG, "a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"))
+         (BUG, "a bug in ticketsim (EX_SOFTWARE): the traceback is printed; please report it"),
+         (PIPE_CLOSED, "the reader of the output closed it (`| head`): nothing more is printed"))
 EXIT_CODES = "exit codes:\n" + "\n".join(f"  {code:<3} {meaning}" for code, meaning in EXITS)
 Parsers = dict[str, argparse.ArgumentParser]
 # The default dataset's bundle and index as the pipeline writes them (dvc.yaml's bundle and index stages).
@@ -398,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except Terminated as stopped:     # SIGTERM, once the workers are dead and the runs closed
         return stopped.status
+    except BrokenPipeError:     # `ticketsim search ... | head`: the reader has what it wanted, so end as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the flush at exit would raise it again
+        return PIPE_CLOSED
     except Exception as error:
         import traceback
 

@@ -5,6 +5,7 @@ FAILED = 1       # the quality gate failed (gate, retrain)
 ERROR = 2        # a step could not run: bad params file, tracking server unreachable, dvc failed, data not overwritten (and usage errors)
 BAD_INPUT = 65   # EX_DATAERR: input refused (any DataError), each problem as file:line; nothing was written
 BUG = 70         # EX_SOFTWARE: an unexpected exception, a bug in ticketsim: its traceback, then a line saying so
+PIPE_CLOSED = 141  # 128 + SIGPIPE: the reader of the output closed it (`| head`), as a shell tool ends
 
 
 class Terminated(BaseException):
