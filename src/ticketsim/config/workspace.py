@@ -9,8 +9,6 @@ from pathlib import Path
 
 import yaml
 
-from ticketsim.config.names import CACHED
-
 # The workspace's folders, each holding a folder per dataset (tuned/ a file per dataset: tuned/<dataset>.yaml).
 FOLDERS = ("data", "models", "metrics", "reports", "plots", "tuned")
 # The files several stages or commands share, by name: (folder, path under the dataset's folder there).
@@ -55,10 +53,6 @@ class Workspace:
     def channel(self, channel: str) -> Path:
         """A cached channel's vectors: channels/<channel>.npz (channels.cache.cache_path's name)."""
         return self.channels / f"{channel}.npz"
-
-    def caches(self) -> dict[str, Path]:
-        """Every cached channel's vectors, in channel order (config.names.CACHED)."""
-        return {channel: self.channel(channel) for channel in CACHED}
 
     @property
     def tuned(self) -> Path:

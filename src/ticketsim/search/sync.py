@@ -119,7 +119,7 @@ def sync_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, expo
     changed = changed_tickets(scorer, index, export, plan, engine)
     if not plan.dropped:    # additions alone: an add's generation, BM25's counts added to, not rebuilt
         return plan, append(directory, bundle_hash, changed)
-    with next_generation(directory, space, erase=bool(plan.dropped)) as (in_force, scratch):
+    with next_generation(directory, space, erase=True) as (in_force, scratch):
         if in_force != plan.generation:
             raise StepError(f"{directory}: another writer changed the index during the sync ({getattr(in_force, 'name', None)} "
                             f"in force, the sync read {plan.generation.name}); nothing written: run the sync again")
