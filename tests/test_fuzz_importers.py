@@ -363,5 +363,5 @@ def test_cli_help_lists_the_exit_codes(capsys):
     assert done.value.code == 0
     out = capsys.readouterr().out
     codes = [line.split()[0] for line in out.split("exit codes:", 1)[1].splitlines() if line.strip()]
-    assert codes == ["0", "1", "2", "65", "70"]
-    assert "quality gate failed" in out and "EX_DATAERR" in out and "EX_SOFTWARE" in out
+    assert codes == ["0", "1", "2", "65", "70", "141"]
+    assert "quality gate failed" in out and "EX_DATAERR" in out and "EX_SOFTWARE" in out and "| head" in out
