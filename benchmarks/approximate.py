@@ -1,11 +1,12 @@
 """The approximate index against the exact search, side by side in one run: first --index as it is, its graph linked
 beside it (its own tickets: the recall that counts), then at each of --sizes the index tiled by its writer
-(benchmarks.common.tile), whose last --add tickets are appended with a graph (index.graph's threshold crossed: that
-generation links every ticket, timed). Each is searched for --queries end-user queries exactly and through the graph at
-each of --breadths: recall@10 (the share of the exact ten that the graph's ten hold; on a tiled index also by source
-ticket, since copies share one ticket's texts and differ by noise alone), p50 and p95 of a search, query encoding
-included; then --add more tickets are linked into the tiled graph (timed). And float16 vectors against float32 on the
-index as it is: how many top 10s keep their order, and their tickets.
+(benchmarks.common.tile), whose last --add tickets are appended and then compacted with a graph (index.graph's
+threshold crossed: the one segment links every ticket, timed). Each is searched for --queries end-user queries exactly
+and through the graph at each of --breadths: recall@10 (the share of the exact ten that the graph's ten hold; on a
+tiled index also by source ticket, since copies share one ticket's texts and differ by noise alone), p50 and p95 of a
+search, query encoding included; then --add more tickets are added beside the tiled graph (a segment of their own,
+scanned; timed). And float16 vectors against float32 on the index as it is: how many top 10s keep their order, and
+their tickets.
 
     python -m benchmarks.approximate [--model models/default/bundle --index models/default/index]
                                      [--sizes 100000 1000000] [--breadths 32 64 128 256] [--queries 200] [--add 1000]
@@ -21,7 +22,7 @@ import numpy as np
 from benchmarks.common import copies, copy_noise, end_user_queries, load_average, percentiles, searched_one_by_one, table, tile
 from ticketsim.config import GraphConfig, IndexConfig
 from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
-from ticketsim.search.index import TicketIndex, append
+from ticketsim.search.index import TicketIndex, append, compact
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
 from ticketsim.search.vectors import TicketVectors
@@ -39,10 +40,12 @@ def sources(lists: list[list[str]]) -> list[list[str]]:
 
 def compared(index: TicketIndex, searcher_of, queries: list[dict[str, str]], breadths: list[int]) -> dict:
     """The exact search's p50 and p95, and at each breadth the graph's recall@10 by ticket and by source ticket, p50, p95."""
-    exact, exact_seconds = searched_one_by_one(searcher_of(replace(index, graph=None)), queries)
+    exact, exact_seconds = searched_one_by_one(searcher_of(index.exact()), queries)
     rows = []
     for breadth in breadths:
-        index.graph.breadth = breadth
+        for segment in index.segments:
+            if segment.graph is not None:
+                segment.graph.breadth = breadth
         found, seconds = searched_one_by_one(searcher_of(index), queries)
         rows.append((breadth, recall(exact, found), recall(sources(exact), sources(found)), *percentiles(seconds)))
     return {"exact": percentiles(exact_seconds), "graph": rows}
@@ -53,9 +56,10 @@ def own(source: Path, folder: Path, searcher_of, queries, breadths) -> dict:
     base = TicketIndex.load(source)
     folder.mkdir()
     started = time.perf_counter()
-    write_graph(folder, None, None, base.vectors.array, replace(IndexConfig.graph, tickets=1))
+    [segment] = base.segments
+    write_graph(folder, segment.vectors.array, replace(IndexConfig.graph, tickets=1))
     linked = time.perf_counter() - started
-    index = replace(base, graph=GraphVectors.load(folder, base.vectors, IndexConfig.graph))
+    index = replace(base, segments=(replace(segment, graph=GraphVectors.load(folder, segment.vectors, IndexConfig.graph)),))
     return {"linked": linked, "extended": None, "graph_bytes": (folder / GRAPH).stat().st_size,
             **compared(index, searcher_of, queries, breadths)}
 
@@ -66,12 +70,13 @@ def tiled(source: Path, n: int, add: int, folder: Path, searcher_of, queries, br
     noise = copy_noise(base, rng)
     tile(source, n - add, folder, rng, GraphConfig(tickets=0), noise)
     started = time.perf_counter()
-    index = append(folder, base.model_hash, copies(base, np.arange(n - add, n), noise, rng), graph=replace(config, tickets=n))
+    append(folder, base.model_hash, copies(base, np.arange(n - add, n), noise, rng), graph=replace(config, tickets=n))
+    index = compact(folder)[1]
     linked = time.perf_counter() - started
     figures = compared(index, searcher_of, queries, breadths)
     started = time.perf_counter()
     append(folder, base.model_hash, copies(base, np.arange(n, n + add), noise, rng))
-    return {"linked": linked, "extended": time.perf_counter() - started, "graph_bytes": (index.generation / GRAPH).stat().st_size,
+    return {"linked": linked, "extended": time.perf_counter() - started, "graph_bytes": (index.segments[0].folder / GRAPH).stat().st_size,
             **figures}
 
 
@@ -92,7 +97,8 @@ def main() -> None:
         return Searcher(encoder, index, args.model)
 
     full, _ = searched_one_by_one(searcher_of(base), queries)
-    half = replace(base, vectors=TicketVectors.of(np.asarray(base.vectors.array, np.float32), "float16"))
+    [segment] = base.segments
+    half = replace(base, segments=(replace(segment, vectors=TicketVectors.of(np.asarray(segment.vectors.array, np.float32), "float16")),))
     halved, _ = searched_one_by_one(searcher_of(half), queries)
     with tempfile.TemporaryDirectory(prefix="approximate-") as scratch:
         figures = {f"{len(base):,} (its own)": own(args.index, Path(scratch) / "own", searcher_of, queries, args.breadths)}

@@ -61,7 +61,7 @@ from ticketsim.data.tables import Corpus
 from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.model.branches import BranchStart
 from ticketsim.model.saved import ENCODER, WEIGHTS, build_model, save_model
-from ticketsim.search.index import Encoded, TicketIndex, append
+from ticketsim.search.index import Encoded, TicketIndex, append, compact
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
@@ -295,15 +295,16 @@ def make_bundle(directory: Path, parts: Parts, variant: str, seed: int = 0, towe
 # ------------------------------------------------------------------------------------------ an index at any size
 def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: GraphConfig = IndexConfig.graph,
          noise: float | None = None) -> float:
-    """The index at `source` as `n` tickets at `target`, appended to itself by the index's own writer until it holds n
-    (seconds): its tickets over and over under new ids (copies), every file real at full size; a graph as `graph` says;
-    noise: copy_noise(base), measured here where None."""
+    """The index at `source` as `n` tickets at `target`, appended to itself by the index's own writer until it holds n,
+    then compacted into one segment as a build writes it (seconds): its tickets over and over under new ids (copies),
+    every file real at full size; a graph as `graph` says; noise: copy_noise(base), measured here where None."""
     started = time.perf_counter()
     shutil.copytree(source, target)
     base = TicketIndex.load(source)
     size, noise = len(base), copy_noise(base, rng) if noise is None else noise
     while size < n:
         size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), noise, rng), graph=graph))
+    compact(target)
     return time.perf_counter() - started
 
 
@@ -311,7 +312,7 @@ def copy_noise(base: TicketIndex, rng: np.random.Generator, sample: int = 1000) 
     """The std of the noise on a copy's vector that puts two copies of a ticket as far apart as a ticket is from its
     nearest neighbour (the median over a sample of `sample` tickets)."""
     rows = np.sort(rng.choice(len(base), min(sample, len(base)), replace=False))
-    nearest = float(np.median(base.vectors.search(np.asarray(base.vectors.array[rows], np.float32), 2)[0][:, 1]))
+    nearest = float(np.median(base.vectors.search(np.asarray(base.vectors.take(rows), np.float32), 2)[0][:, 1]))
     return nearest * np.sqrt(np.pi) / (2 * base.vectors.d)     # E|a - b|_1 = dim * sigma * 2 / sqrt(pi) for two copies
 
 
@@ -319,7 +320,7 @@ def copies(base: TicketIndex, positions: np.ndarray, noise: float, rng: np.rando
     """Tickets `positions` of an index tiled from `base`: its tickets again under new ids, texts and tokens as they are
     (BM25 meets real postings), vectors with `noise` (copy_noise): more tickets of the same kinds, not clones."""
     rows = positions % len(base)
-    vectors = np.asarray(base.vectors.array[rows], np.float32)
+    vectors = np.asarray(base.vectors.take(rows), np.float32)
     new = base.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + "~" + pl.Series((positions // len(base)).astype(str)))
     return Encoded(vectors + rng.normal(0, noise, vectors.shape).astype(np.float32), new)
 

@@ -87,8 +87,11 @@ def warm_seconds(bundle: Path, index: Path, queries: list[dict[str, str]]) -> li
 
 
 def disk_bytes(index: Path) -> dict[str, int]:
-    """Bytes of each file of the index's generation in force."""
-    return {path.name: path.stat().st_size for path in TicketIndex.load(index).generation.iterdir() if path.is_file()}
+    """Bytes of each kind of file of the index's generation in force, its segments' summed (vectors.npy, ...)."""
+    found: dict[str, int] = {}
+    for path in (p for p in TicketIndex.load(index).generation.rglob("*") if p.is_file()):
+        found[path.name] = found.get(path.name, 0) + path.stat().st_size
+    return found
 
 
 def server_memory(pid: int) -> dict[str, float]:
@@ -145,7 +148,7 @@ def main() -> None:
         for n in sorted(args.sizes):
             folders[n] = scratch / f"tiled-{n}"
             tiled[n] = tile(source, n, folders[n], np.random.default_rng(0), replace(IndexConfig.graph, tickets=args.graph_from))
-            searched[n] = "graph" if TicketIndex.load(folders[n]).graph else "exact"
+            searched[n] = "graph" if TicketIndex.load(folders[n]).vectors.graphs else "exact"
             print(f"tiled to {n:,} in {tiled[n]:.1f} s", flush=True)
         searches = alternate({n: partial(cold_search, bundle, folder) for n, folder in folders.items()}, args.repeat)
         fastest = {n: min(runs, key=lambda run: run.seconds) for n, runs in searches.items()}

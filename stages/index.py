@@ -2,6 +2,8 @@
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.registry import load_caches
 from ticketsim.data.tables import Corpus
@@ -27,7 +29,7 @@ def main() -> None:
                             coherence=params.topics.coherence, precision=params.index.precision, force=True,
                             graph=params.index.graph)
         built = {"tickets": len(index), "dim": index.vectors.d, "precision": index.vectors.precision,
-                 "bytes_per_ticket": index.vectors.array.itemsize * index.vectors.d,
+                 "bytes_per_ticket": np.dtype(index.vectors.precision).itemsize * index.vectors.d,
                  "seconds": round(time.perf_counter() - started, 1)}
         enduser = enduser_evaluation(Searcher(query_encoder(args.bundle, scorer), index, args.bundle), corpus, params.evaluation.depth)
         shares_plot(enduser, Path(args.plots) / "enduser.png", f"{stage.dataset}: end-user queries (the paper's Figure 4)")

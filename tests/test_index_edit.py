@@ -70,8 +70,9 @@ def test_a_deleted_ticket_leaves_no_byte_of_its_text_in_the_index_folder(workspa
     assert [g.name for g in generations(folder)] == ["gen-000003"]      # no earlier generation kept beside it
     after = TicketIndex.load(folder)
     assert len(after) == 40 and after.row_of("T-SECRET") is None
+    [joined] = after.segments     # every segment joined into one: the ticket removed with them
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)     # BM25 as a rebuild's
-    assert np.array_equal(after.postings.docs, everything.docs) and after.postings.word_id(SECRET.lower()) is None
+    assert np.array_equal(joined.postings.docs, everything.docs) and joined.postings.word_id(SECRET.lower()) is None
     # the reader that held the removed generation still answers from its mapped files, then follows
     assert len(reader.search(query, 5)[0].hits) == 5
     assert reader.follow() and "T-SECRET" not in [h.ticket_id for h in reader.search(query, 40)[0].hits]
@@ -103,8 +104,9 @@ def test_add_replaces_a_ticket_whose_id_is_there_only_with_upsert(workspace, cap
     after = TicketIndex.load(folder)
     assert len(after) == 40 and after.ticket(known)["solution"] == f"call {SECRET} and swap the seal"
     assert sorted(after.tickets["ticket_id"]) == sorted(tickets.head(40)["ticket_id"])
+    [joined] = after.segments     # every segment joined into one: the ticket removed with them
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
-    assert np.array_equal(after.postings.tf, everything.tf) and after.postings.word_id(SECRET.lower()) is not None
+    assert np.array_equal(joined.postings.tf, everything.tf) and joined.postings.word_id(SECRET.lower()) is not None
 
 
 @pytest.fixture
@@ -141,7 +143,7 @@ def test_a_filter_searches_only_its_tickets_and_its_top_k_is_the_exact_one(produ
     graph = TicketIndex.load(root / "index")
     build_index(Scorer.load(where[1]), model_hash(where[1]), pl.read_csv(root / "tickets.csv"), root / "graph",
                 graph=GraphConfig(tickets=10))
-    assert TicketIndex.load(root / "graph").graph is not None and graph.graph is None
+    assert TicketIndex.load(root / "graph").vectors.graphs == 1 and graph.vectors.graphs == 0
     assert ranked([where[0], where[1], "--index", str(root / "graph")], capsys, "-k", "5", "--where", "product=pump") == \
         [t for t in everything if t in pumps][:5]
 
@@ -208,7 +210,7 @@ def erased_at_each_step(source: Path, tmp_path: Path, script: str, args: list[st
             assert outcomes[-1] in (old, new), (kill_at, outcomes[-1])
             if outcomes[-1] == new:
                 added = index.tickets[[0]].with_columns(ticket_id=pl.lit("T-LATER"))
-                append(folder, index.model_hash, Encoded(np.asarray(index.vectors.array[[0]], np.float32), added))
+                append(folder, index.model_hash, Encoded(np.asarray(index.vectors.take([0]), np.float32), added))
                 assert all(TicketIndex.of_generation(folder, g, manifest_of(g)).row_of(gone) is None for g in generations(folder))
             if done.returncode == 0:
                 assert done.stdout.strip() == says
@@ -255,9 +257,10 @@ def test_sync_makes_the_index_equal_to_the_export_in_one_generation_and_a_second
     # a facet alone changed keeps its stored vector; the whole index's vectors are a rebuild's
     rebuilt = build_index(Scorer.load(where[1]), model_hash(where[1]), wanted, root / "rebuilt")
     rows = [rebuilt.row_of(t) for t in after.tickets["ticket_id"]]
-    assert np.allclose(after.vectors.array, rebuilt.vectors.array[rows], atol=1e-5)
+    assert np.allclose(after.vectors.take(range(len(after))), rebuilt.vectors.take(rows), atol=1e-5)
+    [joined] = after.segments     # every segment joined into one: the ticket removed with them
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
-    assert np.array_equal(after.postings.tf, everything.tf) and after.postings.word_id(SECRET.lower()) is not None
+    assert np.array_equal(joined.postings.tf, everything.tf) and joined.postings.word_id(SECRET.lower()) is not None
     assert after.matching({"queue": "l2"}).tolist() == [after.row_of(refiled)]
     settled = folder_bytes(folder)
     assert synced(where, capsys, export) == f"{folder}: 0 added, 0 updated, 0 deleted by a sync with {export} (it equals " \
@@ -296,7 +299,7 @@ def test_a_sync_refuses_when_another_writer_changed_the_index_while_it_encoded(p
 
     def meanwhile(*args):     # another writer appends while this sync encodes
         index = TicketIndex.load(root / "index")
-        append(root / "index", index.model_hash, Encoded(np.asarray(index.vectors.array[[1]], np.float32),
+        append(root / "index", index.model_hash, Encoded(np.asarray(index.vectors.take([1]), np.float32),
                                                          index.tickets[[1]].with_columns(ticket_id=pl.lit("T-MEANWHILE"))))
         return encoding(*args)
 

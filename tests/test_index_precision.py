@@ -12,9 +12,10 @@ from benchmarks.common import make_bundle
 from ticketsim.bundle.loader import Scorer
 from ticketsim.errors import StepError
 from ticketsim.search.enduser import SPLIT
-from ticketsim.search.index import VECTORS, TicketIndex, build_index, model_hash
+from ticketsim.search.index import TicketIndex, build_index, model_hash
 from ticketsim.search.queries import query_encoder
 from ticketsim.search.searcher import Searcher
+from ticketsim.search.segments import VECTORS
 
 
 @pytest.mark.slow
@@ -29,8 +30,9 @@ def test_float16_vectors_keep_the_end_user_top_10_at_half_the_bytes(search_parts
     for precision in ("float32", "float16"):
         build_index(scorer, model_hash(bundle), search_parts.corpus.tickets, precision=precision, out=tmp_path / precision)
         index = TicketIndex.load(tmp_path / precision)
-        assert isinstance(index.vectors.array, np.memmap) and index.vectors.precision == precision
-        size = (index.generation / VECTORS).stat().st_size
+        [segment] = index.segments
+        assert isinstance(segment.vectors.array, np.memmap) and index.vectors.precision == precision
+        size = (segment.folder / VECTORS).stat().st_size
         assert size - 128 == len(index) * index.vectors.d * np.dtype(precision).itemsize     # .npy: a 128-byte header
         answers[precision] = Searcher(query_encoder(bundle, scorer), index, bundle).search(queries, 10)
     assert queries.height == 10 and len(answers["float16"]) == 10
@@ -60,4 +62,4 @@ def test_index_build_stores_float16_when_asked(search_parts, tmp_path):
                                str(tmp_path / "tickets.csv"), "--index", str(tmp_path / precision), "--precision", precision],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert TicketIndex.load(tmp_path / precision).vectors.array.dtype == np.dtype(precision)
+        assert TicketIndex.load(tmp_path / precision).vectors.take([0]).dtype == np.dtype(precision)

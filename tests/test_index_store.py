@@ -48,14 +48,15 @@ def store(search_parts, tmp_path_factory):
 def renamed(index: TicketIndex, rows: list[int], suffix: str) -> Encoded:
     """Stored tickets again under new ids: encoded tickets with no encoder (what a writer appends)."""
     frame = index.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + suffix)
-    return Encoded(np.asarray(index.vectors.array[rows], np.float32), frame)
+    return Encoded(np.asarray(index.vectors.take(rows), np.float32), frame)
 
 
 def test_opening_reads_no_ticket_and_build_refuses_an_existing_index_without_force(store, tmp_path):
     bundle, index_folder, tickets = store
     index = TicketIndex.load(index_folder)
-    assert isinstance(index.vectors.array, np.memmap) and isinstance(index.postings.docs, np.memmap)
-    assert isinstance(index.order, np.memmap) and isinstance(index.ids.blob, np.memmap)
+    [segment] = index.segments
+    assert isinstance(segment.vectors.array, np.memmap) and isinstance(segment.postings.docs, np.memmap)
+    assert isinstance(segment.by_id, np.memmap) and isinstance(segment.ids.blob, np.memmap)
     assert index.row_of(tickets["ticket_id"][7]) == 7 and index.row_of("no such ticket") is None
     with pytest.raises(StepError, match=r"already holds an index \(gen-000001\); pass --force"):
         build_index(Scorer.load(bundle), model_hash(bundle), tickets.head(3), index_folder)
@@ -88,7 +89,7 @@ KILLER = DIES_AT + textwrap.dedent("""
     folder, kill_at = sys.argv[1], int(sys.argv[2])
     index = TicketIndex.load(folder)
     frame = index.tickets[:5].with_columns(ticket_id=pl.col("ticket_id") + "-new")
-    new = Encoded(np.asarray(index.vectors.array[:5], np.float32), frame)
+    new = Encoded(np.asarray(index.vectors.take(range(5)), np.float32), frame)
     die_at(kill_at)
     append(folder, index.model_hash, new)
     print("done")
@@ -152,8 +153,8 @@ def test_a_writer_killed_at_each_step_leaves_the_old_or_the_new_generation(store
             # and the next writer works: it cleans the leftovers and appends exactly once
             after = append(folder, index.model_hash, renamed(index, [1, 2], "-later"))
             assert len(after) == len(index) + 2 and not list(folder.glob(".gen-*"))
-            everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
-            assert np.array_equal(after.postings.docs, everything.docs) and np.array_equal(after.postings.tf, everything.tf)
+            everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)     # BM25 over the segments: a rebuild's
+            assert all(np.array_equal(after.postings.bm25(words), everything.bm25(words)) for words in after.words()[::9])
             if done.returncode == 0:
                 assert done.stdout.strip() == "done"
                 break
@@ -201,7 +202,7 @@ def test_the_page_answers_from_tickets_added_while_it_runs(store, tmp_path):
 
 
 def damage_vectors(folder: Path) -> str:
-    vectors = folder / "gen-000002" / "vectors.npy"
+    vectors = folder / "gen-000002" / "seg-000002" / "vectors.npy"     # the segment gen-000002 wrote, not the one it links
     os.truncate(vectors, vectors.stat().st_size // 2)
     return f"{vectors}: cut short: "
 
@@ -212,8 +213,8 @@ def damage_current(folder: Path) -> str:
 
 
 def damage_tickets(folder: Path) -> str:
-    (folder / "gen-000002" / "tickets.arrow").unlink()
-    return f"{folder / 'gen-000002' / 'tickets.arrow'}: missing"
+    (folder / "gen-000002" / "seg-000002" / "tickets.arrow").unlink()
+    return f"{folder / 'gen-000002' / 'seg-000002' / 'tickets.arrow'}: missing"
 
 
 def escape_current(folder: Path) -> str:
@@ -268,7 +269,7 @@ def test_rollback_with_no_intact_generation_before_says_rebuild(store, tmp_path,
 
     folder = tmp_path / "index"
     subprocess.run(["cp", "-a", str(store[1]), str(folder)], check=True)
-    vectors = folder / "gen-000001" / "vectors.npy"
+    vectors = folder / "gen-000001" / "seg-000001" / "vectors.npy"
     os.truncate(vectors, 200)
     assert main(["search", "--model", str(store[0]), "--index", str(folder), "--subject", "pump"]) == ERROR
     err = capsys.readouterr().err
@@ -282,7 +283,7 @@ def test_a_page_whose_workers_cannot_load_the_index_stops_with_the_line_saying_w
     bundle, folder = store[0], two_generations
     serve = [sys.executable, "-m", "ticketsim.cli", "serve", "--model", str(bundle), "--index", str(folder), "--port", str(free_port()),
              "--feedback", str(tmp_path / "judgments.jsonl")]
-    tickets = folder / "gen-000002" / "tickets.arrow"
+    tickets = folder / "gen-000002" / "seg-000002" / "tickets.arrow"
     whole = tickets.read_bytes()    # its first and last bytes kept: the parent's check passes it, the workers cannot read it
     tickets.write_bytes(whole[:8] + bytes(len(whole) - 18) + whole[-10:])
     done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=240)
@@ -293,7 +294,8 @@ def test_a_page_whose_workers_cannot_load_the_index_stops_with_the_line_saying_w
     assert f"\nticketsim serve: a worker cannot load: {tickets}: unreadable (" in done.stderr     # each worker's own line
     damage_vectors(folder)      # found by the parent before it starts a worker
     done = subprocess.run(serve, capture_output=True, text=True, env=ENV, timeout=120)
-    assert done.returncode == 2 and done.stderr.startswith(f"ticketsim serve: {folder / 'gen-000002' / 'vectors.npy'}: cut short")
+    damaged = folder / "gen-000002" / "seg-000002" / "vectors.npy"
+    assert done.returncode == 2 and done.stderr.startswith(f"ticketsim serve: {damaged}: cut short")
 
 
 def index_files(folder: Path) -> dict[str, bytes]:
@@ -318,7 +320,7 @@ def test_a_disk_that_fills_while_a_generation_is_written_is_one_line_and_the_ind
     with pytest.raises(StepError) as full:
         append(folder, index.model_hash, renamed(index, [1, 2], "-new"))
     written = "indptr.npy" if fail == "numpy's short write" else "vectors.npy"
-    assert re.fullmatch(rf"no space left on .+ \(mounted at .+\) while writing {re.escape(str(folder))}/\.gen-000002/{written}; "
+    assert re.fullmatch(rf"no space left on .+ \(mounted at .+\) while writing {re.escape(str(folder))}/\.gen-000002/seg-000002/{written}; "
                         r"free \d+ MB \(it needs about \d+ KB, [\d.,]+ [KMG]B free; the scratch folder is removed, "
                         r"gen-000001 still in force\)", str(full.value)), str(full.value)
     assert index_files(folder) == before and len(TicketIndex.load(folder)) == 60
@@ -336,11 +338,11 @@ def test_index_add_refuses_a_disk_without_room_before_it_encodes_a_ticket(store,
     tickets.slice(60, 5).write_csv(tmp_path / "new.csv")
     before = index_files(folder)
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=50_000))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=5_000))   # an add writes its segment only
     monkeypatch.setattr(index_module, "encoded_tickets", lambda *args, **kwargs: pytest.fail("encoded before the check"))
     assert main(["index", "add", str(tmp_path / "new.csv"), "--model", str(bundle), "--index", str(folder)]) == ERROR
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and re.fullmatch(
         rf"ticketsim index: no space left on .+ while writing {re.escape(str(folder))}/gen-000002; free 1 MB \(it needs "
-        r"about \d+ KB, 50 KB free; nothing was written\)\n", err), err
+        r"about \d+ KB, 5 KB free; nothing was written\)\n", err), err
     assert index_files(folder) == before

@@ -51,9 +51,10 @@ from ticketsim.model.inputs import build_inputs
 from ticketsim.model.saved import ENCODER, build_model, load_model, save_model
 from ticketsim.model.scores import side_channels
 from ticketsim.scoring.weights import metric_of
-from ticketsim.search.index import TICKETS, VECTORS, IndexMismatch, TicketIndex, build_index, model_hash, reuse_index
+from ticketsim.search.index import IndexMismatch, TicketIndex, build_index, model_hash, reuse_index
 from ticketsim.search.queries import ExportedQueries, query_encoder
 from ticketsim.search.searcher import Searcher
+from ticketsim.search.segments import TICKETS, VECTORS
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 from ticketsim.training.query_tower import retrain_query_tower
 from ticketsim.training.variant import branch_start, fit_variant
@@ -126,9 +127,9 @@ def rankings(bundle: Path, index: Path, queries) -> list[tuple[str, ...]]:
 def test_the_query_tower_road_keeps_the_index_vectors_byte_for_byte_and_changes_the_ranking(champion, tmp_path):
     bundle, index, parts = champion
     trained = retrain_query_tower(road_params(), bundle, index, tmp_path)
-    before, after = TicketIndex.load(index).generation, TicketIndex.load(trained.index).generation
-    assert (after / VECTORS).read_bytes() == (before / VECTORS).read_bytes()
-    assert (after / TICKETS).read_bytes() == (before / TICKETS).read_bytes()
+    [before], [after] = TicketIndex.load(index).segments, TicketIndex.load(trained.index).segments
+    assert (after.folder / VECTORS).read_bytes() == (before.folder / VECTORS).read_bytes()
+    assert (after.folder / TICKETS).read_bytes() == (before.folder / TICKETS).read_bytes()
     assert trained.variant.weighed == {"Fq", "L"} and not trained.variant.learn and "dev" in trained.results
     # the new tower's query export, which the rankings below search by: the champion's (none here) is of the old tower
     assert trained.torch_query is None and isinstance(query_encoder(trained.bundle), ExportedQueries)
@@ -199,7 +200,8 @@ def test_ticketsim_retrain_registers_the_query_tower_on_the_champions_index_and_
     assert outcome.candidate.version == "2" and outcome.result is not None, outcome.markdown
     assert "==> the query-tower road" in capsys.readouterr().out
     new = load_version(params.tracking, outcome.candidate, tmp_path / "v2", "in the test")
-    assert (TicketIndex.load(new.index).generation / VECTORS).read_bytes() == (TicketIndex.load(index).generation / VECTORS).read_bytes()
+    [kept], [built] = TicketIndex.load(new.index).segments, TicketIndex.load(index).segments
+    assert (kept.folder / VECTORS).read_bytes() == (built.folder / VECTORS).read_bytes()
     assert Scorer.load(new.bundle).variant.weighed == {"Fq", "L"}
 
 

@@ -224,7 +224,7 @@ def registry_commands(commands) -> Parsers:
 
 
 def search_commands(commands) -> Parsers:
-    """search, index build | add | delete | sync | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
+    """search, index build | add | delete | sync | compact | rollback, serve (ticketsim.workflows.search): a knowledge base's search."""
     from ticketsim.config import ServeConfig  # light: PyYAML; its defaults in the help texts, written once in the schema
 
     search = commands.add_parser("search", help="the top k tickets of a query (or of every query of a file), with reasons")
@@ -264,6 +264,10 @@ def search_commands(commands) -> Parsers:
     sync.add_argument("--dry-run", action="store_true", help="print how many tickets it would add, update and delete; "
                                                              "write nothing")
     sync.set_defaults(run=workflow("search:sync_index_command"))
+    join = index.add_parser("compact", help="join the index's segments into one (with its graph where it reaches "
+                                            "index.graph.tickets); additions leave a few small ones")
+    join.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
+    join.set_defaults(run=workflow("search:compact_index_command"))
     back = index.add_parser("rollback", help="put the generation before the one in force in force again (a damaged "
                                              "index's remedy, or an `index add` undone)")
     back.add_argument("--index", default=INDEX, help=f"an index folder (default: {INDEX})")
@@ -307,6 +311,7 @@ GUIDES = {
     "retrain": "retraining.md#two-roads", "search": "search.md#search", "index build": "search.md#the-index",
     "index add": "search.md#adding-tickets", "index delete": "search.md#updating-and-deleting-tickets",
     "index sync": "search.md#syncing-with-a-help-desks-export", "index rollback": "search.md#a-damaged-index",
+    "index compact": "scale.md#segments",
     "serve": "search.md#the-search-page", "commands": "cli.md", "channels": "channels.md#adding-a-channel",
     "workspace": "pipeline.md#overview",
 }

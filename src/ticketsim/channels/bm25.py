@@ -49,31 +49,30 @@ class Postings:
         return int(self.indptr[word_id + 1] - self.indptr[word_id])
 
     @cached_property
-    def average_length(self) -> float:
-        """The tickets' mean number of tokens (the sum over the count), once per loaded index, not per query."""
-        return float(self.lengths.sum()) / self.tickets if self.tickets else 1.0
+    def lexicon(self) -> Lexicon:
+        """These postings as the one part of a lexicon: BM25, its ceilings and idf on these tickets alone."""
+        return Lexicon((self,))
 
     @property
     def idf(self) -> Idf:
-        return Idf(self)
+        return self.lexicon.idf
 
     def bm25(self, words: Sequence[str]) -> np.ndarray:
-        """(tickets,) float32: BM25 of a query's words (repeats count, unknown words add nothing) against every ticket."""
-        n, scores, average = self.tickets, np.zeros(self.tickets, np.float32), self.average_length
-        for word_id in filter(lambda i: i is not None, map(self.word_id, words)):
-            start, end = int(self.indptr[word_id]), int(self.indptr[word_id + 1])
-            docs, tf = self.docs[start:end], self.tf[start:end]
-            tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.lengths[docs] / average) + tf)
-            np.add.at(scores, docs, (np.float32(lucene_idf(end - start, n)) * tfc).astype(np.float32))
-        return scores
+        return self.lexicon.bm25(words)
 
     def ceiling(self, words: Sequence[str]) -> float:
-        """The sum of a query's words' idf (repeats count twice, unknown words nothing): no ticket's BM25 reaches it."""
-        return sum(self.idf.get(word, 0.0) for word in words)
+        return self.lexicon.ceiling(words)
 
     def distances(self, words: Sequence[str]) -> np.ndarray:
-        """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical)."""
-        return distances(self.bm25(words)[None], np.array([self.ceiling(words)]))[0]
+        return self.lexicon.distances(words)
+
+    def add_scores(self, scores: np.ndarray, word_id: int, idf: np.float32, average: float) -> None:
+        """Add one word's BM25 terms (its idf and the tickets' mean length those of the whole lexicon) to `scores`, one
+        per ticket of these postings."""
+        start, end = int(self.indptr[word_id]), int(self.indptr[word_id + 1])
+        docs, tf = self.docs[start:end], self.tf[start:end]
+        tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.lengths[docs] / average) + tf)
+        np.add.at(scores, docs, (idf * tfc).astype(np.float32))
 
     def plus(self, documents: Sequence[Sequence[str]]) -> Postings:
         """These postings and those of `documents` (new tickets, rows after the last), in memory: equal to the
@@ -119,6 +118,60 @@ class Postings:
         return cls(SortedStrings.load(folder / "vocabulary"), **arrays, k1=k1, b=b)
 
 
+@dataclass(frozen=True, eq=False)
+class Lexicon:
+    """BM25 over the postings of several parts (an index's segments, rows numbered part after part): every idf and the
+    mean length from the parts' counts together, so each ticket's score is the one postings of every ticket built at
+    once would give it (the terms are the same float32 values, added in the same order)."""
+
+    parts: tuple[Postings, ...]
+
+    @cached_property
+    def tickets(self) -> int:
+        return sum(part.tickets for part in self.parts)
+
+    @cached_property
+    def offsets(self) -> tuple[int, ...]:
+        """The first row of each part."""
+        return tuple(np.cumsum([0, *(part.tickets for part in self.parts)])[:-1].tolist())
+
+    @cached_property
+    def average_length(self) -> float:
+        """The tickets' mean number of tokens (the sum over the count), once per loaded index, not per query."""
+        return sum(int(part.lengths.sum()) for part in self.parts) / self.tickets if self.tickets else 1.0
+
+    def found(self, word: str) -> list[tuple[Postings, int, int]]:
+        """(part, its first row, the word's id there) of each part that holds the word."""
+        return [(part, offset, i) for part, offset in zip(self.parts, self.offsets) if (i := part.word_id(word)) is not None]
+
+    def df(self, word: str) -> int:
+        """The tickets that hold the word (0: none)."""
+        return sum(part.df(i) for part, _, i in self.found(word))
+
+    @property
+    def idf(self) -> Idf:
+        return Idf(self)
+
+    def bm25(self, words: Sequence[str]) -> np.ndarray:
+        """(tickets,) float32: BM25 of a query's words (repeats count, unknown words add nothing) against every ticket."""
+        scores, average = np.zeros(self.tickets, np.float32), self.average_length
+        for word in words:
+            found = self.found(word)
+            if found:
+                idf = np.float32(lucene_idf(sum(part.df(i) for part, _, i in found), self.tickets))
+                for part, offset, word_id in found:
+                    part.add_scores(scores[offset:offset + part.tickets], word_id, idf, average)
+        return scores
+
+    def ceiling(self, words: Sequence[str]) -> float:
+        """The sum of a query's words' idf (repeats count twice, unknown words nothing): no ticket's BM25 reaches it."""
+        return sum(self.idf.get(word, 0.0) for word in words)
+
+    def distances(self, words: Sequence[str]) -> np.ndarray:
+        """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical)."""
+        return distances(self.bm25(words)[None], np.array([self.ceiling(words)]))[0]
+
+
 def distances(bm25: np.ndarray, ceilings: np.ndarray) -> np.ndarray:
     """d_L in [0, 1] of BM25 rows (one per query) and their ceilings: 0 for the ceiling, 1 for no shared word (and for a
     query of words no ticket has)."""
@@ -127,19 +180,19 @@ def distances(bm25: np.ndarray, ceilings: np.ndarray) -> np.ndarray:
 
 
 class Idf(Mapping):
-    """word -> Lucene's idf on the index's tickets (the reasons' weights, channel L's ceilings), looked up on demand."""
+    """word -> Lucene's idf on a lexicon's tickets (the reasons' weights, channel L's ceilings), looked up on demand."""
 
-    def __init__(self, postings: Postings):
-        self.postings = postings
+    def __init__(self, lexicon: Lexicon):
+        self.lexicon = lexicon
 
     def __getitem__(self, word: str) -> float:
-        word_id = self.postings.word_id(word)
-        if word_id is None:
+        df = self.lexicon.df(word)
+        if not df:
             raise KeyError(word)
-        return lucene_idf(self.postings.df(word_id), self.postings.tickets)
+        return lucene_idf(df, self.lexicon.tickets)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.postings.vocabulary.strings())
+        return iter(sorted(set().union(*(part.vocabulary.strings() for part in self.lexicon.parts))))
 
     def __len__(self) -> int:
-        return len(self.postings.vocabulary)
+        return sum(1 for _ in self)

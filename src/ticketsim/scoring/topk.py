@@ -21,6 +21,7 @@ true one and a ticket the walk misses is missed: the top k is approximate, the t
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -37,27 +38,37 @@ class Nearest(Protocol):
     """Flat ticket vectors searched nearest first under L1: search/vectors.py's scan (exact) or search/graph.py's walk."""
 
     @property
-    def array(self) -> np.ndarray: ...      # (ntotal, d): row i of ticket i
-
-    @property
     def ntotal(self) -> int: ...
+
+    def take(self, rows: np.ndarray) -> np.ndarray: ...     # (len(rows), d): the vectors of these rows, row i of ticket i
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def top_k(index: Nearest, query: np.ndarray, k: int, order: np.ndarray, score: FusedScore,
+Ties = Callable[[np.ndarray], np.ndarray]     # rows -> their ticket ids, which order equal totals
+
+
+def best_of(rows: np.ndarray, totals: np.ndarray, k: int, ids: Ties) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, totals) of the k smallest totals, equal ones in ticket-id order (as ScoreMatrix.top_k breaks ties): only the
+    rows at or below the k-th total need their ids."""
+    if len(rows) > k:
+        kept = totals <= np.partition(totals, k - 1)[k - 1]
+        rows, totals = rows[kept], totals[kept]
+    best = np.lexsort((ids(rows), totals))[:k]
+    return rows[best], totals[best]
+
+
+def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScore,
           lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, flat totals) of the k tickets with the smallest flat_total, best first; equal totals in `order`
-    (each row's position in ticket-id order, as ScoreMatrix.top_k breaks ties). query: (d,) float64, flat; lexical: every
-    ticket's d_L (None where the score weighs no L)."""
+    """(rows, flat totals) of the k tickets with the smallest flat_total, best first; equal totals in the order of their
+    `ids`. query: (d,) float64, flat; lexical: every ticket's d_L (None where the score weighs no L)."""
     n = index.ntotal
     k = min(k, n)
-    vectors, query32 = index.array, query.astype(np.float32)[None]
+    query32 = query.astype(np.float32)[None]
 
     def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        totals = score.flat_totals(vectors[rows], query, None if lexical is None else lexical[rows])
-        best = np.lexsort((order[rows], totals))[:k]
-        return rows[best], totals[best]
+        totals = score.flat_totals(index.take(rows), query, None if lexical is None else lexical[rows])
+        return best_of(rows, totals, k, ids)
 
     m = min(n, max(4 * k, FIRST_CANDIDATES))
     while True:
@@ -78,7 +89,7 @@ def top_k(index: Nearest, query: np.ndarray, k: int, order: np.ndarray, score: F
         m = min(2 * m, n)
 
 
-def top_k_within(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int, order: np.ndarray, score: FusedScore,
+def top_k_within(index: Nearest, rows: np.ndarray, query: np.ndarray, k: int, ids: Ties, score: FusedScore,
                  lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, totals) of the k best of `rows` only (a filter's tickets), as top_k orders them: every one of them scored
     exactly, so the top k under a filter is exact even where the index keeps a graph (whose walk would be cut to the
@@ -86,6 +97,5 @@ def top_k_within(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: in
     totals = np.zeros(len(rows))
     for start in range(0, len(rows), 65536):    # in blocks: a broad filter over a large index is not one copy of it
         block = rows[start:start + 65536]
-        totals[start:start + len(block)] = score.flat_totals(vectors[block], query, None if lexical is None else lexical[block])
-    best = np.lexsort((order[rows], totals))[:k]
-    return rows[best], totals[best]
+        totals[start:start + len(block)] = score.flat_totals(index.take(block), query, None if lexical is None else lexical[block])
+    return best_of(rows, totals, min(k, len(rows)), ids)

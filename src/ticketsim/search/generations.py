@@ -1,6 +1,7 @@
 """An index folder as a store with one writer at a time and readers that never see a half-written index.
 
-The folder holds generations, `gen-000001/`, `gen-000002/`, ..., each a whole index, and `CURRENT`, the name of the one
+The folder holds generations, `gen-000001/`, `gen-000002/`, ..., each a whole index (its segments' files hard-linked
+from the generation before where it keeps them: search/segments.py), and `CURRENT`, the name of the one
 in force. A writer takes the folder's lock (it waits for another writer, and says so), writes the next generation in a
 hidden scratch folder, renames it into place and then switches `CURRENT` by one atomic rename. A kill at any instant
 leaves the previous generation or the new one in force, never a mix: the scratch folder is only a leftover, removed by
@@ -123,7 +124,7 @@ def next_generation(directory: str | Path, needs: int = 0, erase: bool = False) 
         try:
             scratch.mkdir()
             yield previous, scratch
-            for path in scratch.iterdir():
+            for path in scratch.rglob("*"):    # its segments' files and folders, the linked ones' entries
                 fsync(path)
             fsync(scratch)
             os.rename(scratch, directory / name)

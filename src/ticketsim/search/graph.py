@@ -1,14 +1,14 @@
 """The approximate nearest-ticket graph of a large index: FAISS's HNSW over the flat ticket vectors under L1, one file per
-generation (graph.faiss), walked by a search instead of a scan of every ticket.
+segment (graph.faiss), walked by a search instead of a scan of every ticket.
 
 An exact search reads every vector once per query: 190 ms at a million tickets on 2 cores (docs/scale.md). From
-`index.graph.tickets` tickets on (GraphConfig) a generation keeps an HNSW graph, and the search (scoring/topk.py) takes
+`index.graph.tickets` tickets on (GraphConfig) a segment keeps an HNSW graph, and the search (scoring/topk.py) takes
 its dense candidates from a walk of the graph, then rescores them exactly from vectors.npy with BM25 as before: a ticket
-is lost only where the walk misses it (recall@10 against the exact search: `benchmarks.approximate`). An addition loads
-the graph of the generation in force, links the new tickets into it and writes it to the next generation; the first
-generation at the threshold links every ticket. The graph keeps its own float32 copy of the vectors (FAISS's HNSW scores
-L1 only over flat float32 storage), memory-mapped at load as vectors.npy is; its links, about 280 bytes per ticket at 32,
-are read into each process.
+is lost only where the walk misses it (recall@10 against the exact search: `benchmarks.approximate`). A graph belongs to
+one segment (search/segments.py) and is written with it: the segments an addition writes are small and scanned
+exactly, the base's graph is kept as it is, and `ticketsim index compact` joins every segment into one, graphed. The
+graph keeps its own float32 copy of the vectors (FAISS's HNSW scores L1 only over flat float32 storage), memory-mapped at
+load as vectors.npy is; its links, about 280 bytes per ticket at 32, are read into each process.
 """
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ class GraphVectors:
     def ntotal(self) -> int:
         return self.vectors.ntotal
 
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        return self.vectors.take(rows)
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(distances, rows) of about the k nearest under L1, nearest first: the walk visits max(breadth, k) candidates."""
         if k <= DEEPEST:
@@ -57,24 +60,15 @@ class GraphVectors:
         return self.vectors.search(queries, k)
 
 
-def write_graph(scratch: Path, extended: Path | None, stored: TicketVectors | None, new: np.ndarray, config: GraphConfig) -> None:
-    """graph.faiss in `scratch` for the stored vectors followed by `new` where they reach config.tickets: the graph of
-    the generation `extended` with `new` linked in, or where it has none, a graph of every vector."""
-    old_rows = 0 if stored is None else stored.ntotal
-    if not config.tickets or old_rows + len(new) < config.tickets:
+def write_graph(folder: Path, vectors: np.ndarray, config: GraphConfig) -> None:
+    """graph.faiss in a segment's `folder` for its `vectors` where they reach config.tickets (0: never)."""
+    if not config.tickets or len(vectors) < config.tickets:
         return
-    graph = faiss.read_index(str(extended / GRAPH)) if extended is not None and (extended / GRAPH).is_file() else None
-    if graph is not None and graph.ntotal == old_rows:  # read into memory: a mapped graph cannot grow
-        pending = [new]
-    else:
-        graph = faiss.IndexHNSWFlat(new.shape[1], config.links, faiss.METRIC_L1)
-        graph.hnsw.efConstruction = config.build_breadth
-        pending = [] if stored is None else [stored.array]
-        pending.append(new)
-    with tqdm(total=sum(map(len, pending)), desc="graph", unit="ticket", disable=None) as bar:
-        for vectors in pending:
-            for start in range(0, len(vectors), LINKED_AT_ONCE):
-                block = np.ascontiguousarray(vectors[start:start + LINKED_AT_ONCE], dtype=np.float32)
-                graph.add(block)
-                bar.update(len(block))
-    faiss.write_index(graph, str(scratch / GRAPH))
+    graph = faiss.IndexHNSWFlat(vectors.shape[1], config.links, faiss.METRIC_L1)
+    graph.hnsw.efConstruction = config.build_breadth
+    with tqdm(total=len(vectors), desc="graph", unit="ticket", disable=None) as bar:
+        for start in range(0, len(vectors), LINKED_AT_ONCE):
+            block = np.ascontiguousarray(vectors[start:start + LINKED_AT_ONCE], dtype=np.float32)
+            graph.add(block)
+            bar.update(len(block))
+    faiss.write_index(graph, str(folder / GRAPH))

@@ -1,30 +1,25 @@
 """The knowledge base of a search, as a store that opens in constant time: an index folder of generations
-(search/generations.py: one writer at a time, readers never see a half-written one), each generation a whole index
-whose every file is written once and memory-mapped when it loads, so opening costs nothing per ticket and the page's
-workers share one copy of it in the page cache:
+(search/generations.py: one writer at a time, readers never see a half-written one), each generation a whole index of
+segments (search/segments.py: the tickets' vectors, texts, postings and ids, every file written once, hard-linked into
+later generations and memory-mapped when it loads), so opening costs nothing per ticket and the page's workers share
+one copy of it in the page cache. Beside its segments a generation holds:
 
-- vectors.npy: the tickets' flat vectors (scoring/fused.py; float32, or float16 at half the bytes), searched exactly under L1
-  (search/vectors.py);
-- graph.faiss, in an index of index.graph.tickets tickets or more: the vectors' HNSW graph, which a search walks for
-  its dense candidates instead of scanning them all (search/graph.py);
-- tickets.arrow: each ticket's texts, its parts' tokens and standardized topic activity (Arrow IPC), read by row;
-- BM25's postings and lengths (channels/bm25.py), from which channel L and every idf follow;
-- the ids in sorted order and each row's place in it (the id -> row map, and the order that breaks ties);
-- the reason topics' word co-occurrence counts, from which their coherence follows;
-- manifest.json, the generation manifest: the score's layout (FusedScore.layout), the scales, and the hash of the bundle
-  whose weights flattened the vectors, so that a search with other weights is refused instead of answering wrongly.
+- the reason topics' word co-occurrence counts over every ticket, from which their coherence follows;
+- manifest.json, the generation manifest: its segments, the score's layout (FusedScore.layout), the scales, and the
+  hash of the bundle whose weights flattened the vectors, so that a search with other weights is refused instead of
+  answering wrongly.
 
-Adding tickets writes the next generation: the vectors, tickets and counts of the one in force followed by the new
-ones'. Counts add up, so BM25 and the coherence after an addition are exactly those of a rebuild.
+Adding tickets writes the next generation: the segments of the one in force linked, and one new segment of the new
+tickets (joined with the newest small segments, search/segments.joined_tail). Counts add up, so BM25 and the coherence
+after an addition are exactly those of a rebuild. A write that removes tickets (delete, an update, a sync) or
+`ticketsim index compact` joins every segment into one.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from functools import partial
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +27,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ticketsim.channels.bm25 import Postings
+from ticketsim.channels.bm25 import Lexicon
 from ticketsim.channels.cache import ChannelVectors, component_tokens
 from ticketsim.channels.coherence import cooccurrence, npmi_of_counts, topic_word_list
 from ticketsim.channels.lexical import TICKET_LEVEL
@@ -55,18 +50,28 @@ from ticketsim.search.generations import (
     switch,
     writable,
 )
-from ticketsim.search.graph import GRAPH, GraphVectors, write_graph
 from ticketsim.search.reasons import ReasonTopics, TopicLabels, standardized
-from ticketsim.search.space import allocate, room, tree_bytes
-from ticketsim.search.vectors import Precision, TicketVectors
-from ticketsim.text.sorted_strings import SortedStrings
+from ticketsim.search.segments import (
+    SEGMENT,
+    Encoded,
+    Segment,
+    SegmentVectors,
+    joined_table,
+    joined_tail,
+    lexicon,
+    link_segment,
+    segment_name,
+    ticket_documents,
+    write_segment,
+)
+from ticketsim.search.space import room, tree_bytes
+from ticketsim.search.vectors import Precision
 
 if TYPE_CHECKING:
     from ticketsim.bundle.loader import Scorer
 
-GENERATION_MANIFEST, VECTORS, TICKETS = "manifest.json", "vectors.npy", "tickets.arrow"
-IDS, BY_ID, ORDER, COOCCURRENCE = "ids", "by_id.npy", "order.npy", "cooccurrence.npy"
-FORMAT = 2      # manifest's "format": generations, mapped postings and tickets
+GENERATION_MANIFEST, COOCCURRENCE = "manifest.json", "cooccurrence.npy"
+FORMAT = 3      # manifest's "format": generations of hard-linked segments
 CHUNK = 1000    # tickets encoded at once: bounds the memory of a large knowledge base
 TEXT_BYTES = 4  # a generation's bytes per byte of ticket text, about: tickets.arrow (texts and tokens) 3.5, postings 1
 SHOWN = ("ticket_id", "subject", "description", "solution", "topics")   # what a hit shows of its ticket
@@ -127,18 +132,28 @@ def manifest_of(generation: Path) -> dict:
     return manifest
 
 
-def mapped_files(generation: Path) -> list[Path]:
-    """Every .npy file a generation holds beside tickets.arrow, its manifest and the graph."""
-    return [generation / name for name in (VECTORS, BY_ID, ORDER, COOCCURRENCE)] + SortedStrings.files(generation / IDS) \
-        + Postings.files(generation)
+def segments_of(generation: Path, manifest: dict) -> list[Path]:
+    """The segment folders a generation's manifest names; Damaged where it names none, or a name that is no segment's."""
+    named = manifest.get("segments")
+    if not isinstance(named, list) or not named or not all(isinstance(n, str) and SEGMENT.fullmatch(n) for n in named):
+        raise Damaged(generation / GENERATION_MANIFEST, f"names no segments (seg-000001, ...): {str(named)[:60]}",
+                      number(generation))
+    return [generation / name for name in named]
+
+
+def whole_generation(generation: Path, manifest: dict) -> None:
+    """Damaged naming the first file of the generation that is missing or cut short."""
+    whole([generation / COOCCURRENCE], [], number(generation))
+    for segment in segments_of(generation, manifest):
+        whole(*Segment.files(segment), number(generation))
 
 
 def check_whole(directory: str | Path) -> None:
     """Damaged, with its remedy, unless the generation in force has every file whole (present, as long as written):
     opened by no library that starts threads, so `ticketsim serve`'s parent runs it before it forks its workers."""
-    generation, _ = in_force(Path(directory))
+    generation, manifest = in_force(Path(directory))
     try:
-        whole(mapped_files(generation), [generation / TICKETS], number(generation))
+        whole_generation(generation, manifest)
     except Damaged as damage:
         raise damage.with_remedy(remedy(Path(directory), damage.below)) from None
 
@@ -192,56 +207,34 @@ def check_hash(index_hash: str, scorer_hash: str, bundle: str | Path, where: str
             f"`dvc repro index@<dataset>`, or `ticketsim index build --model {bundle} --tickets FILE --index {where} --force`")
 
 
-def read_arrow(path: Path) -> pa.Table:
-    """An Arrow IPC file, memory-mapped: no column is read until a row is."""
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-
-
-@dataclass(frozen=True, eq=False)
-class Encoded:
-    """New tickets as an index stores them: flat vectors (float32) and the tickets table (TICKET_SCHEMA + tokens +
-    topics), not yet in any index."""
-
-    vectors: np.ndarray
-    frame: pl.DataFrame
-
-    def documents(self) -> list[list[str]]:
-        return ticket_documents(self.frame)
-
-
-def ticket_documents(tickets: pl.DataFrame) -> list[list[str]]:
-    """Each ticket's SUB+DESC+SOL tokens (of a table with `tokens`): channel L's documents, and those the reasons' topic
-    model reads."""
-    return component_tokens(tickets["tokens"].struct.unnest(), TICKET_LEVEL)
-
-
 @dataclass(eq=False)
 class TicketIndex:
-    """One generation of an index folder, loaded: row i of `vectors` is ticket i of `table`. Read-only; writers make
-    the next generation (build_index, add_tickets, reuse_index)."""
+    """One generation of an index folder, loaded: its segments' tickets, numbered segment after segment (row i of
+    `vectors` is ticket i of `table`). Read-only; writers make the next generation (build_index, append, reuse_index)."""
 
     folder: Path                # the index folder
     generation: Path            # the generation loaded
     model_hash: str
     score: FusedScore           # the bundle's weights in force, as the vectors were flattened with them
-    vectors: TicketVectors
-    table: pa.Table             # tickets.arrow, mapped
+    segments: tuple[Segment, ...]
     topic_scale: tuple[np.ndarray, np.ndarray]   # the tickets' mean and std of topic activity when the index was built
     bm25: BM25Config
     coherence: float            # topics.coherence: the NPMI a topic needs for a reason to name it
-    postings: Postings          # channel L's statistics
-    ids: SortedStrings          # the ticket ids, sorted
-    by_id: np.ndarray           # the row of each sorted id
-    order: np.ndarray           # each row's position in ticket-id order: ties break by id (ScoreMatrix.top_k)
     topic_words: tuple[str, ...]
     cooccurrence: np.ndarray    # of topic_words in the tickets (channels.coherence.cooccurrence)
-    graph_config: GraphConfig   # when the index keeps a graph, and how it is built and walked
-    graph: GraphVectors | None  # the vectors' graph, in an index of graph_config.tickets tickets or more
+    graph_config: GraphConfig   # from what size a segment keeps a graph, and how it is built and walked
+    vectors: SegmentVectors = field(init=False)     # every segment's vectors, searched as one
+    table: pa.Table = field(init=False)             # every segment's tickets.arrow, mapped, as one table
+    postings: Lexicon = field(init=False)           # channel L's statistics over every segment
 
-    @property
-    def nearest(self) -> TicketVectors | GraphVectors:
-        """What finds a query's nearest vectors: the graph where there is one, else the exact scan."""
-        return self.vectors if self.graph is None else self.graph
+    def __post_init__(self) -> None:
+        self.vectors, self.table, self.postings = SegmentVectors(self.segments), joined_table(self.segments), lexicon(self.segments)
+
+    def exact(self) -> TicketIndex:
+        """The same generation searched exactly, every segment's graph left unwalked (a benchmark's and a test's reference)."""
+        scanned = replace(self)
+        scanned.vectors = self.vectors.exact
+        return scanned
 
     @classmethod
     def load(cls, directory: str | Path) -> TicketIndex:
@@ -265,7 +258,10 @@ class TicketIndex:
     def of_generation(cls, directory: Path, generation: Path, manifest: dict) -> TicketIndex:
         """One generation of the folder, every file checked whole first; Damaged (without a remedy) where one is not."""
         at = number(generation)
-        whole(mapped_files(generation), [generation / TICKETS], at)
+        if manifest.get("format", FORMAT) < FORMAT:
+            raise StepError(f"{directory}: an index of an older ticketsim (format {manifest['format']}, one copy of every "
+                            f"ticket per generation); {REBUILD}")
+        whole_generation(generation, manifest)
         try:
             score = FusedScore.from_layout(manifest["layout"])
             bm25, graph = BM25Config(**manifest["bm25"]), GraphConfig(**manifest.get("graph", {}))
@@ -274,20 +270,11 @@ class TicketIndex:
         except (KeyError, TypeError, ValueError) as error:
             raise Damaged(generation / GENERATION_MANIFEST, f"not a generation's manifest ({one_line(error)}: wrong or "
                           "missing)", at) from None
-
-        def read(name: str, load):     # one file's loader: what a damaged file raises, as Damaged naming it
-            return opened(generation / name, at, lambda: load(generation / name))
-
-        vectors, mapped = read(VECTORS, TicketVectors.load), partial(np.load, mmap_mode="r")
-        index = cls(directory, generation, model, score, vectors, read(TICKETS, read_arrow), scale, bm25, coherence,
-                    opened(generation, at, lambda: Postings.load(generation, bm25.k1, bm25.b)), read(IDS, SortedStrings.load),
-                    read(BY_ID, mapped), read(ORDER, mapped), words, read(COOCCURRENCE, np.load), graph,
-                    read(GRAPH, lambda _: GraphVectors.load(generation, vectors, graph)))
-        counts = (len(index), index.table.num_rows, index.postings.tickets, len(index.order), len(index.ids))
-        if len(set(counts)) > 1 or counts[0] != manifest.get("tickets"):
-            raise Damaged(generation, f"its files disagree on the number of tickets ({counts[0]} vectors, {counts[1]} "
-                          f"in {TICKETS}, {counts[2]} in the postings, {counts[3]} in {ORDER}, {counts[4]} ids; the "
-                          f"manifest says {manifest.get('tickets')})", at)
+        segments = tuple(Segment.load(folder, bm25, graph, at) for folder in segments_of(generation, manifest))
+        counts = opened(generation / COOCCURRENCE, at, lambda: np.load(generation / COOCCURRENCE))
+        index = cls(directory, generation, model, score, segments, scale, bm25, coherence, words, counts, graph)
+        if len(index) != manifest.get("tickets"):
+            raise Damaged(generation, f"its segments hold {len(index)} tickets, the manifest says {manifest.get('tickets')}", at)
         return index
 
     def __len__(self) -> int:
@@ -309,8 +296,15 @@ class TicketIndex:
         return self.table["tokens"][row].as_py()
 
     def row_of(self, ticket_id: str) -> int | None:
-        found = self.ids.find(ticket_id)
-        return None if found is None else int(self.by_id[found])
+        for segment, start in zip(self.segments, self.vectors.starts):
+            if (row := segment.row_of(ticket_id)) is not None:
+                return int(start) + row
+        return None
+
+    def ids_at(self, rows: np.ndarray) -> np.ndarray:
+        """The ticket ids of these rows (a few: the candidates whose totals tie), as strings."""
+        column = self.table.column("ticket_id")
+        return np.array([column[int(row)].as_py() for row in rows], dtype=str)
 
     def ticket(self, ticket_id: str) -> dict | None:
         """A ticket as indexed (its id and texts), or None when there is no such id."""
@@ -330,8 +324,8 @@ class TicketIndex:
             kept = ", ".join(held) or "none (an index keeps " + ", ".join(FACETS) + " where its tickets file has them)"
             raise StepError(f"the index's tickets have no field {lacking[0]!r} to filter on; the fields they have: {kept}")
         keep = np.ones(len(self), bool)
-        for field, value in where.items():
-            keep &= np.asarray(self.table[field].to_numpy(zero_copy_only=False) == value, bool)
+        for name, value in where.items():
+            keep &= np.asarray(self.table[name].to_numpy(zero_copy_only=False) == value, bool)
         return np.flatnonzero(keep)
 
     @property
@@ -348,6 +342,15 @@ class TicketIndex:
             raise IndexMismatch(f"{self.folder}: its topic counts are of another topic model than the bundle's; {REBUILD}")
         return TopicLabels(topics.words, tuple(npmi_of_counts(topics.words, self.cooccurrence, len(self)).tolist()),
                            self.coherence)
+
+    def stored_bytes(self, segments: int | None = None) -> int:
+        """The bytes of its newest `segments` segments (None: all)."""
+        return sum(tree_bytes(s.folder) for s in self.segments[len(self.segments) - (segments or len(self.segments)):])
+
+    def joined_bytes(self, tickets: int) -> int:
+        """The bytes of the segments an addition of `tickets` tickets joins into its own (rewritten, not linked)."""
+        joined = joined_tail([len(s) for s in self.segments], tickets)
+        return self.stored_bytes(joined) if joined else 0
 
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
         check_hash(self.model_hash, scorer_hash, bundle, where)
@@ -366,37 +369,22 @@ def generation_manifest_of(bundle_hash: str, score: FusedScore, topic_scale: tup
             "topic_words": list(topic_words), "graph": asdict(graph)}
 
 
-def write_generation(scratch: Path, manifest: dict, previous: TicketIndex | None, postings: Postings, cooccurrence: np.ndarray,
-                     new: Encoded, precision: Precision) -> None:
-    """A whole generation in `scratch`: the tickets of `previous` (None: a new index) followed by `new`; `postings` and
-    `cooccurrence` already count both; the graph as the manifest says (the previous one's extended)."""
-    vectors, table = (None, None) if previous is None else (previous.vectors, previous.table)
-    old_rows = 0 if vectors is None else vectors.ntotal
-    out = np.lib.format.open_memmap(scratch / VECTORS, "w+", np.dtype(precision), (old_rows + len(new.vectors), new.vectors.shape[1]))
-    allocate(scratch / VECTORS)     # a full disk is an OSError here, not a SIGBUS in the copy below
-    for start in range(0, old_rows, CHUNK * 16):    # streamed: an index larger than memory is copied block by block
-        stop = min(start + CHUNK * 16, old_rows)
-        out[start:stop] = vectors.array[start:stop]
-    out[old_rows:] = new.vectors
-    out.flush()
-    added = new.frame.to_arrow()
-    schema = added.schema if table is None else table.schema
-    with pa.ipc.new_file(str(scratch / TICKETS), schema) as writer:
-        if table is not None:
-            writer.write_table(table)
-        writer.write_table(added.select(schema.names).cast(schema))
-    ids = ([] if table is None else table["ticket_id"].to_pylist()) + new.frame["ticket_id"].to_list()
-    by_id = np.argsort(np.asarray(ids, dtype=object), kind="stable")
-    order = np.empty_like(by_id)
-    order[by_id] = np.arange(len(ids))
-    SortedStrings.of([ids[i] for i in by_id]).save(scratch / IDS)
-    np.save(scratch / BY_ID, by_id)
-    np.save(scratch / ORDER, order)
-    postings.save(scratch)
+def write_generation(scratch: Path, manifest: dict, kept: Sequence[Segment], new: Encoded | None, cooccurrence: np.ndarray,
+                     precision: Precision) -> None:
+    """A whole generation in `scratch`: the segments `kept` (of the generation in force) linked, followed by one segment
+    of `new` (None: none) with its graph as the manifest says; `cooccurrence` already counts every ticket."""
+    named = [segment.folder.name for segment in kept]
+    for segment in kept:
+        link_segment(segment.folder, scratch)
+    if new is not None:
+        named.append(segment_name(number(scratch.with_name(scratch.name.lstrip(".")))))
+        schema = kept[0].table.schema if kept else None
+        write_segment(scratch / named[-1], new, schema, BM25Config(**manifest["bm25"]), GraphConfig(**manifest["graph"]), precision)
     np.save(scratch / COOCCURRENCE, cooccurrence)
-    write_graph(scratch, None if previous is None else previous.generation, vectors, new.vectors, GraphConfig(**manifest["graph"]))
-    (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "tickets": len(ids), "dim": new.vectors.shape[1],
-                                                "precision": precision}) + "\n")
+    tickets = sum(map(len, kept)) + (0 if new is None else len(new.vectors))
+    dim = kept[0].vectors.d if kept else new.vectors.shape[1]
+    (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "segments": named, "tickets": tickets, "dim": dim,
+                                                           "precision": precision}) + "\n")
 
 
 def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[ChannelVectors], engine: str) -> list[ChannelVectors]:
@@ -446,16 +434,15 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
     tickets to the vectors stored for them."""
     reused = TicketIndex.load(index)
     score = search_score(scorer)
-    stored = np.asarray(reused.vectors.array[:probe], dtype=np.float32)
+    stored = np.asarray(reused.vectors.take(np.arange(min(probe, len(reused)))), dtype=np.float32)
     flat, _, _ = encoded_tickets(scorer, score, reused.tickets.head(probe).select(list(TICKET_SCHEMA)), reused.topic_scale)
     if flat.shape != stored.shape or not np.allclose(flat, stored, rtol=1e-3, atol=1e-5):
         raise IndexMismatch(f"{bundle} flattens the tickets of {index} otherwise than the model that built it (another ticket "
                             f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
-    with next_generation(out, tree_bytes(reused.generation)) as (_, scratch):
-        shutil.copytree(reused.generation, scratch, dirs_exist_ok=True)
+    with next_generation(out, tree_bytes(reused.generation)) as (_, scratch):     # the bytes of a copy, where no link is
         reused.model_hash, reused.score = model_hash(bundle), score
-        manifest = scratch / GENERATION_MANIFEST
-        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), **reused.generation_manifest()}) + "\n")
+        write_generation(scratch, reused.generation_manifest(), reused.segments, None, reused.cooccurrence,
+                         reused.vectors.precision)
     return TicketIndex.load(out)
 
 
@@ -476,25 +463,25 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     score = search_score(scorer)
     vectors, frame, topic_scale = encoded_tickets(scorer, score, tickets, None, cached, engine)
     new = Encoded(vectors, frame)
-    documents, words = new.documents(), topic_word_list(ReasonTopics.of(scorer.topics).words)
+    words = topic_word_list(ReasonTopics.of(scorer.topics).words)
     manifest = generation_manifest_of(bundle_hash, score, topic_scale, scorer.bm25, coherence, words, graph)
     with next_generation(out, needs(None, tickets, vectors.size * np.dtype(precision).itemsize)) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
-        write_generation(scratch, manifest, None, Postings.build(documents, scorer.bm25.k1, scorer.bm25.b),
-                         cooccurrence(words, documents)[0], new, precision)
+        write_generation(scratch, manifest, (), new, cooccurrence(words, new.documents())[0], precision)
     return TicketIndex.load(out)
 
 
-def needs(index: TicketIndex | None, tickets: pl.DataFrame, vector_bytes: int | None = None) -> int:
-    """About the bytes of the next generation: `index`'s files (None: a new index) and those of `tickets`, by the
-    index's bytes per ticket or, for a new index or long texts, TEXT_BYTES per byte of their text beside their vectors'
-    bytes (those of an index's tickets follow from its dimensions; a new index's are known once encoded)."""
+def needs(index: TicketIndex | None, tickets: pl.DataFrame, vector_bytes: int | None = None, rewritten: int = 0) -> int:
+    """About the bytes the next generation writes: those of `tickets`, by the index's bytes per ticket or, for a new
+    index or long texts, TEXT_BYTES per byte of their text beside their vectors' bytes (those of an index's tickets
+    follow from its dimensions; a new index's are known once encoded), and the `rewritten` bytes of the segments it
+    joins; the segments it keeps are linked, not written."""
     text = TEXT_BYTES * sum(int(tickets[c].str.len_bytes().sum() or 0) for c in TICKET_SCHEMA if c in tickets.columns)
     if index is None:
         return text + (vector_bytes or 0)
-    stored = tree_bytes(index.generation)
-    vector_bytes = tickets.height * index.vectors.d * index.vectors.array.dtype.itemsize if vector_bytes is None else vector_bytes
-    return stored + max(stored // max(len(index), 1) * tickets.height, text + vector_bytes)
+    stored = index.stored_bytes()
+    vector_bytes = tickets.height * index.vectors.d * np.dtype(index.vectors.precision).itemsize if vector_bytes is None else vector_bytes
+    return rewritten + max(stored // max(len(index), 1) * tickets.height, text + vector_bytes)
 
 
 def refuse_existing(out: str | Path, force: bool) -> None:
@@ -521,7 +508,8 @@ def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, ticke
     index.check(bundle_hash, bundle, directory)
     if not upsert:
         refuse_known(index, tickets["ticket_id"], tickets[ORIGIN] if ORIGIN in tickets.columns else None)
-    room(Path(directory), needs(index, tickets), Path(directory) / next_name(Path(directory)))   # before minutes of encoding
+    room(Path(directory), needs(index, tickets, rewritten=index.joined_bytes(tickets.height)),
+         Path(directory) / next_name(Path(directory)))   # before minutes of encoding
     vectors, frame, _ = encoded_tickets(scorer, index.score, tickets, index.topic_scale, engine=engine)
     return frame.height, append(directory, bundle_hash, Encoded(vectors, frame),
                                 tickets[ORIGIN] if ORIGIN in tickets.columns else None, upsert=upsert)
@@ -529,11 +517,12 @@ def add_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, ticke
 
 def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Sequence[str] | None = None,
            graph: GraphConfig | None = None, upsert: bool = False) -> TicketIndex:
-    """Encoded tickets as the next generation of the index at `directory`, under its lock; the index after. graph: the
-    graph settings from this generation on (None: those in force). upsert: a ticket whose id the index holds replaces
-    it (else refused)."""
-    documents = new.documents()
-    with next_generation(directory, needs(TicketIndex.load(directory), new.frame)) as (_, scratch):
+    """Encoded tickets as the next generation of the index at `directory`, under its lock: one new segment, of them and
+    the newest small segments it joins (segments.joined_tail); the index after. graph: the graph settings from this
+    generation on (None: those in force). upsert: a ticket whose id the index holds replaces it (else refused): every
+    segment joined into one, as a delete does."""
+    documents, loaded = new.documents(), TicketIndex.load(directory)
+    with next_generation(directory, needs(loaded, new.frame, rewritten=loaded.joined_bytes(len(new.vectors)))) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
         replaced = {t for t in new.frame["ticket_id"] if index.row_of(t) is not None} if upsert else set()
@@ -541,12 +530,15 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
             refuse_known(index, new.frame["ticket_id"], origins)
         if replaced or set(new.frame.columns) - set(index.table.column_names):     # a facet the table lacks: rewritten
             write_without(scratch, index, replaced, new)
-            return TicketIndex.load(directory)
-        new = Encoded(new.vectors, new.frame.with_columns(     # a facet these tickets lack: null for them
-            pl.lit(None, pl.String).alias(c) for c in index.table.column_names if c not in new.frame.columns))
-        counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
-        manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
-        write_generation(scratch, manifest, index, index.postings.plus(documents), counts, new, index.vectors.precision)
+        else:
+            new = Encoded(new.vectors, new.frame.with_columns(     # a facet these tickets lack: null for them
+                pl.lit(None, pl.String).alias(c) for c in index.table.column_names if c not in new.frame.columns))
+            counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
+            manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
+            joined = joined_tail([len(s) for s in index.segments], len(new.vectors))
+            kept, tail = index.segments[:len(index.segments) - joined], index.segments[len(index.segments) - joined:]
+            write_generation(scratch, manifest, kept, Encoded.joined([*(s.encoded() for s in tail), new]), counts,
+                             index.vectors.precision)
     return TicketIndex.load(directory)
 
 
@@ -567,7 +559,7 @@ def delete_tickets(directory: str | Path, ids: Sequence[str]) -> TicketIndex:
         raise StepError(f"{directory}: no ticket ids to delete")
     writable(directory)
     refuse_unknown(TicketIndex.load(directory), ids)     # before the lock: a typo waits for no writer
-    with next_generation(directory, tree_bytes(current(directory)), erase=True) as (_, scratch):
+    with next_generation(directory, TicketIndex.load(directory).stored_bytes(), erase=True) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have changed it
         refuse_unknown(index, ids)
         write_without(scratch, index, set(ids), None)
@@ -586,16 +578,26 @@ def refuse_unknown(index: TicketIndex, ids: Sequence[str]) -> None:
 
 
 def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Encoded | None) -> None:
-    """A whole generation in `scratch`: the tickets of `index` but those `dropped`, followed by `new` (None: none).
-    BM25's postings, the topic counts and the graph are rebuilt from the tickets kept: counts of a removed ticket
-    cannot be subtracted from a graph, and a word only it held must leave the vocabulary."""
+    """A whole generation in `scratch` of one segment: the tickets of `index` but those `dropped`, followed by `new`
+    (None: none). BM25's postings, the topic counts and the graph are rebuilt from the tickets kept: counts of a removed
+    ticket cannot be subtracted from a graph, and a word only it held must leave the vocabulary."""
     kept = [row for row, t in enumerate(index.table["ticket_id"].to_pylist()) if t not in dropped]
-    frame = pl.from_arrow(index.table.take(kept))
-    vectors = np.asarray(index.vectors.array[kept], np.float32)      # float16 to float32 and back is exact
-    if new is not None:
-        frame = pl.concat([frame, new.frame], how="diagonal_relaxed")   # a facet one side lacks: null there
-        vectors = np.concatenate([vectors, new.vectors])
-    rest = Encoded(vectors, frame)
-    documents = rest.documents()
-    write_generation(scratch, index.generation_manifest(), None, Postings.build(documents, index.bm25.k1, index.bm25.b),
-                     cooccurrence(index.topic_words, documents)[0], rest, index.vectors.precision)
+    rest = Encoded(np.asarray(index.vectors.take(np.asarray(kept, np.int64)), np.float32),     # float16 -> 32 -> 16 is exact
+                   pl.from_arrow(index.table.take(kept)))
+    rest = rest if new is None else Encoded.joined([rest, new])
+    write_generation(scratch, index.generation_manifest(), (), rest, cooccurrence(index.topic_words, rest.documents())[0],
+                     index.vectors.precision)
+
+
+def compact(directory: str | Path) -> tuple[int, TicketIndex]:
+    """Every segment of the index joined into one (with its graph where it reaches index.graph.tickets), as the next
+    generation; (the segments before, the index after). An index of one segment is left as it is."""
+    writable(directory)
+    loaded = TicketIndex.load(directory)
+    if len(loaded.segments) == 1:
+        return 1, loaded
+    with next_generation(directory, loaded.stored_bytes()) as (_, scratch):
+        index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
+        before = len(index.segments)
+        write_without(scratch, index, set(), None)
+    return before, TicketIndex.load(directory)

@@ -149,8 +149,8 @@ class Searcher:
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
             lexical = index.postings.distances(words[i]) if score.lexical_weight else None
-            rows, totals = top_k(index.nearest, flat[i], k, index.order, score, lexical) if within is None \
-                else top_k_within(index.vectors.array, within, flat[i], k, index.order, score, lexical)
+            rows, totals = top_k(index.vectors, flat[i], k, index.ids_at, score, lexical) if within is None \
+                else top_k_within(index.vectors, within, flat[i], k, index.ids_at, score, lexical)
             scores = score.flat_similarity(totals)
             found = index.rows(rows.tolist(), None if full else EXCERPT)
             fitted = self.queries.calibrator.fitted

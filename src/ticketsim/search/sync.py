@@ -90,9 +90,8 @@ def changed_tickets(scorer: Scorer, index: TicketIndex, export: pl.DataFrame, pl
         rows = sorted(index.row_of(t) for t in plan.facets_only)
         frame = pl.from_arrow(index.table.take(rows)).drop(facets, strict=False)
         frame = frame.join(export.select(["ticket_id", *facets]), on="ticket_id", how="left", maintain_order="left")
-        parts.append(Encoded(np.asarray(index.vectors.array[rows], np.float32), frame))
-    return None if not parts else Encoded(np.concatenate([p.vectors for p in parts]),
-                                          pl.concat([p.frame for p in parts], how="diagonal_relaxed"))
+        parts.append(Encoded(np.asarray(index.vectors.take(np.asarray(rows, np.int64)), np.float32), frame))
+    return Encoded.joined(parts) if parts else None
 
 
 def to_encode(export: pl.DataFrame, plan: SyncPlan) -> pl.DataFrame:
@@ -114,7 +113,7 @@ def sync_tickets(directory: str | Path, scorer: Scorer, bundle: str | Path, expo
     if not (plan.encode or plan.facets_only or plan.deleted):
         return plan, index
     writable(directory)
-    space = needs(index, to_encode(export, plan))
+    space = needs(index, to_encode(export, plan), rewritten=index.stored_bytes())     # every segment joined into one
     room(directory, space, directory / next_name(directory))   # before minutes of encoding
     changed = changed_tickets(scorer, index, export, plan, engine)
     if not plan.dropped:    # additions alone: an add's generation, BM25's counts added to, not rebuilt

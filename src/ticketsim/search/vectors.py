@@ -72,8 +72,8 @@ class TicketVectors:
     def precision(self) -> Precision:
         return str(self.array.dtype)  # type: ignore[return-value]
 
-    def add(self, vectors: np.ndarray) -> None:
-        self.array = np.concatenate([self.array, vectors.astype(self.array.dtype)])
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        return self.array[rows]
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(distances, rows), each (n_queries, k), nearest first under L1, as IndexFlat.search; queries float32."""

@@ -1,4 +1,4 @@
-"""A knowledge base's search: `ticketsim index build | add | delete | sync | rollback | search | serve`. Tickets indexed
+"""A knowledge base's search: `ticketsim index build | add | delete | sync | compact | rollback | search | serve`. Tickets indexed
 with a bundle's weights, the index grown or rolled back, the top k of a query or a file of them, the search page served
 by gunicorn workers."""
 from __future__ import annotations
@@ -100,6 +100,16 @@ def sync_index_command(params: str | None, model: str, index: str, export: str, 
     written = f"{len(synced)} tickets, {synced.generation.name}; a running server follows" if done.generation != \
         synced.generation else "it equals the export already: nothing written"
     print(f"{index}: {done.counts()} by a sync with {export} ({written})")
+    return OK
+
+
+def compact_index_command(index: str) -> int:
+    """The index's segments joined into one, as its next generation."""
+    from ticketsim.search.index import compact
+
+    before, joined = compact(index)
+    print(f"{index}: {len(joined)} tickets in one segment" + (f", joined from {before} ({joined.generation.name}; a running "
+          "server follows)" if before > 1 else " already: nothing written"))
     return OK
 
 
