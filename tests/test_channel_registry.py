@@ -1,14 +1,19 @@
 """The cached channels as a registry: dvc.yaml's channels stage iterates CHANNELS (channels.yaml, generated and never
-stale), names no channel file by hand, and a new channel is one module plus one line: a bag-of-characters channel
-registered here is fitted, trained, bundled, indexed and searched with on a tiny corpus."""
+stale), names no channel file by hand, and a new channel is one module plus one line (ticketsim.config.names.CACHED): a
+bag-of-characters channel declared here and registered by that line is weighed by the params, tuned over the range its
+line declares, fitted, trained, bundled, indexed and searched with on a tiny corpus."""
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from benchmarks.common import train_parts
+from benchmarks.common import PARAMS_FILES, edit_params, train_parts
 from dvc.repo import Repo
 
 from ticketsim.bundle.loader import Scorer
@@ -17,7 +22,8 @@ from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS, Channe
 from ticketsim.channels.channel import Channel, Fitted, Fitting, Texts
 from ticketsim.channels.registry import CHANNELS, VARS, cache_path, dvc_stage, fit_channel, models_folder
 from ticketsim.cli import main
-from ticketsim.config import DatasetConfig, Params, SiameseParams, TextConfig, VariantConfig
+from ticketsim.config import ConfigError, DatasetConfig, Params, SiameseParams, TextConfig, VariantConfig, load_params
+from ticketsim.config.names import CACHED, Cached, channel_names
 from ticketsim.evaluate.calibrate import CALIBRATOR, fit_calibrator
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder
@@ -49,7 +55,7 @@ def test_dvc_yaml_runs_one_stage_per_dataset_and_channel_and_names_no_channel_fi
         assert "data/default/channels" in [Path(dep.fs_path).relative_to(REPO).as_posix() for dep in stages[f"{downstream}@default"].deps]
 
 
-# ------------------------------------------------------------------ a toy channel: one module's worth, one line below
+# ------------------------------------------------------------------ a toy channel: one module's worth (this one), one line below
 ALPHABET = "alphabet.json"
 
 
@@ -80,13 +86,35 @@ def bag_of(scorer, texts: Texts) -> ChannelVectors:
     return bag_vectors(texts.corpus, json.loads((scorer.directory / ALPHABET).read_text()), texts.components)
 
 
-TOY = Channel("B", "bag", "text", "params-research.yaml", fit_bag, bag_of, bundle={ALPHABET: ALPHABET})
+CHANNEL = Channel("B", "bag", "text", "params-research.yaml", fit_bag, bag_of, bundle={ALPHABET: ALPHABET})
 
 
 @pytest.fixture
 def toy(monkeypatch):
-    monkeypatch.setitem(CHANNELS, TOY.name, TOY)        # the one line of the registry
-    return TOY
+    monkeypatch.setitem(CACHED, "B", Cached(__name__, (0.0, 2.0)))     # the one line of ticketsim.config.names
+    return CHANNEL
+
+
+def test_the_registry_imports_no_channel_module_until_a_channel_is_read():
+    code = ("import sys, ticketsim.channels.registry as r; assert 'S' in r.CHANNELS and list(r.CHANNELS) == ['E', 'T', 'S']; "
+            "assert not {'torch', 'ticketsim.channels.sumemb', 'ticketsim.channels.pretrained'} & set(sys.modules); "
+            "assert r.CHANNELS['T'].name == 'T' and 'ticketsim.channels.topics' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def test_params_weighing_the_toy_channel_are_read_and_tuned_over_its_declared_range(toy, tmp_path, capsys, monkeypatch):
+    for name in PARAMS_FILES:
+        shutil.copy2(REPO / name, tmp_path / name)
+    bag = {"channels": {"B": 1.0, "S": 1.0}, "levels": {"sub+desc-sub+desc": 1.0}}
+    path = edit_params(tmp_path, lambda params: params["siamese"]["variants"].update(bag=bag))
+    assert list(CHANNELS)[-1] == "B" and CHANNELS["B"] is toy and "B" in channel_names()
+    assert main(["params", "--params", str(path)]) == 0 and json.loads(capsys.readouterr().out)["siamese"]["variants"]["bag"]
+    params = load_params(path)
+    assert "B" not in params.tune.ranges.channels and "S" in params.tune.ranges.channels   # params-research.yaml's S
+    assert params.tune.space(params.siamese.variants["bag"]).channels == {"B": (0.0, 2.0), "S": (0.0, 8.0)}
+    monkeypatch.delitem(CACHED, "B")          # unregistered: the same params are refused
+    with pytest.raises(ConfigError, match="siamese.variants.bag.channels.B: no channel of that name"):
+        load_params(path)
 
 
 def test_a_toy_channel_is_fitted_trained_bundled_and_searched_with(toy, tmp_path):

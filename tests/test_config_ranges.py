@@ -73,7 +73,7 @@ def classes(cls: type) -> set[type]:
     ("siamese", {"final": "NoSuchVariant-xyz"}, "siamese.final: no variant 'NoSuchVariant-xyz' in siamese.variants"),
     ("siamese", {"unlabelled": "Szs+X"}, "siamese.unlabelled: no variant 'Szs+X' in siamese.variants"),
     ("retrain", {"query_tower": "Fq+X"}, "retrain.query_tower: no variant 'Fq+X' in siamese.variants"),
-    ("siamese.variants.22.channels", {"Q": 1.0}, "siamese.variants.22.channels.Q: no channel of that name (have: h, E"),
+    ("siamese.variants.22.channels", {"Q": 1.0}, "siamese.variants.22.channels.Q: no channel of that name (have: h, A"),
     ("siamese.variants.22.levels", {"sub-foo": 0.2}, "siamese.variants.*.levels.sub-foo: no level pair (query part-ticket"),
     ("siamese.variants.22.channels", {"E": -0.5}, "siamese.variants.22.channels.E: -0.5 is out of range; allowed: at least 0"),
     ("finetune", {"datasets": ["nope"]}, "finetune.datasets: no dataset 'nope' in datasets (have: default)"),
@@ -115,6 +115,6 @@ def test_the_names_the_params_are_checked_against_are_the_models():
     from ticketsim.model.branches import BRANCHES
     from ticketsim.scoring.weights import PAIR_CHANNELS
 
-    assert names.CACHED == tuple(CHANNELS)
-    assert set(names.CHANNELS) == set(BRANCHES) | set(names.CACHED) | set(PAIR_CHANNELS)
+    assert [CHANNELS[name].name for name in names.CACHED] == list(names.CACHED)   # each line's module declares its channel
+    assert set(names.channel_names()) == set(BRANCHES) | set(names.CACHED) | set(PAIR_CHANNELS)
     assert names.QUERY_COMPONENTS == QUERY_COMPONENTS and names.TICKET_COMPONENTS == TICKET_COMPONENTS

@@ -1,23 +1,39 @@
-"""The cached channels, one line each: CHANNELS, name -> its declaration (ticketsim.channels.channel.Channel), read by
-the channels stage (stages/channel.py), dvc.yaml (through channels.yaml, `ticketsim channels --write`), the training
-inputs, the bundle and the index. A channel's files per dataset: its cache <name>.npz and its models folder <name>/,
-both in data/<dataset>/channels/."""
+"""The cached channels: CHANNELS, name -> its declaration (ticketsim.channels.channel.Channel), read by the channels
+stage (stages/channel.py), dvc.yaml (through channels.yaml, `ticketsim channels --write`), the training inputs, the
+bundle and the index. Each is one line of ticketsim.config.names.CACHED, naming the module whose CHANNEL declares it;
+that module is imported on the channel's first use (E and S import torch: importing the registry does not). A
+channel's files per dataset: its cache <name>.npz and its models folder <name>/, both in data/<dataset>/channels/."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from importlib import import_module
 from pathlib import Path
 
-from ticketsim.channels import pretrained, sumemb, topics
 from ticketsim.channels.cache import ChannelVectors, cache_path, models_folder
 from ticketsim.channels.channel import Channel, Fitted, Fitting
 from ticketsim.config import Params
+from ticketsim.config.names import CACHED
 from ticketsim.data.tables import Corpus
 from ticketsim.text.tokenize import Tokens
 
-CHANNELS: dict[str, Channel] = {channel.name: channel for channel in (
-    sumemb.CHANNEL,         # E: word2vec ++ char-BLSTM, summed
-    topics.CHANNEL,         # T: DocNADE topics
-    pretrained.CHANNEL,     # S: a pretrained sentence encoder
-)}
+
+class Registry(Mapping[str, Channel]):
+    """CACHED's channels in its order, each declaration imported from its module when first read."""
+
+    def __getitem__(self, name: str) -> Channel:
+        return import_module(CACHED[name].module).CHANNEL
+
+    def __contains__(self, name: object) -> bool:      # without importing the channel's module
+        return name in CACHED
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CACHED)
+
+    def __len__(self) -> int:
+        return len(CACHED)
+
+
+CHANNELS = Registry()
 VARS = "channels.yaml"      # dvc.yaml's `vars:` file of the channels stage, written from CHANNELS
 
 
@@ -58,6 +74,8 @@ def dvc_vars() -> dict:
 
 def word_files(channels: str | Path) -> tuple[str, str]:
     """Channel E's word2vec and char-BLSTM in a dataset's channels folder: the LSTM's (h) and the comparators' word table."""
+    from ticketsim.channels import sumemb  # here, not above: it imports torch
+
     folder = models_folder(channels, sumemb.CHANNEL.name)
     return str(folder / sumemb.WORD2VEC), str(folder / sumemb.CHAR_BLSTM)
 

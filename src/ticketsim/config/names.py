@@ -6,19 +6,38 @@ any stage's outputs to run it; a name the tune stage met first had cost tuned/ a
 
 A name the files set is checked always; a default only where it is used (siamese.final by every dataset with labelled
 pairs, siamese.unlabelled by one without), so a trimmed catalogue (tests, benchmarks) need not hold every default.
+
+The names checked against live here, CACHED among them: the one line of each cached channel (its module and its
+weight's default tune range), which ticketsim.channels.registry reads too.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ticketsim.config.coerce import ConfigError
-from ticketsim.config.schema import Params
 
-# The model's channels (ticketsim.model.branches.BRANCHES, the cached channels, ticketsim.scoring.weights.PAIR_CHANNELS)
-# and components (ticketsim.channels.cache), named here so that reading the params imports no model: tests/
-# test_config_ranges.py holds them equal.
-CHANNELS = ("h", "E", "T", "S", "A", "F", "Fq", "L", "R")
-CACHED = ("E", "T", "S")        # ticketsim.channels.registry.CHANNELS: the channels with cached vectors, the rows stage's
+if TYPE_CHECKING:       # schema reads CACHED (a channel's declared tune range): no import back at run time
+    from ticketsim.config.schema import Params
+
+
+class Cached(NamedTuple):
+    """A cached channel's line: the module whose CHANNEL declares it (ticketsim.channels.channel.Channel) and its
+    weight's default tune range [low, high] (tune.ranges.channels wins; None: the params must give one)."""
+
+    module: str
+    tune: tuple[float, float] | None = None
+
+
+# The cached channels, one line each, in their order (ticketsim.channels.registry.CHANNELS imports a module on first use
+# of its channel): a new channel is its module and one line here. Named here so that reading the params imports no model.
+CACHED: dict[str, Cached] = {
+    "E": Cached("ticketsim.channels.sumemb"),                    # word2vec ++ char-BLSTM, summed
+    "T": Cached("ticketsim.channels.topics"),                    # DocNADE topics
+    "S": Cached("ticketsim.channels.pretrained", (0.0, 8.0)),    # a pretrained sentence encoder
+}
+# The channels the model computes (ticketsim.model.branches.BRANCHES, ticketsim.scoring.weights.PAIR_CHANNELS), and the
+# components (ticketsim.channels.cache): tests/test_config_ranges.py holds them equal to the model's.
+COMPUTED = ("h", "A", "F", "Fq", "L", "R")
 QUERY_COMPONENTS = ("sub", "desc", "sub+desc")
 TICKET_COMPONENTS = ("sub", "desc", "sol", "sub+desc", "sub+desc+sol")
 
@@ -61,9 +80,20 @@ def name_problems(params: Params, written: dict[str, Any]) -> list[str]:
     return found
 
 
+def channel_names() -> tuple[str, ...]:
+    """Every channel a variant may weigh: the computed ones, then the cached ones (CACHED as it is now)."""
+    return (*COMPUTED, *CACHED)
+
+
+def declared_ranges() -> dict[str, tuple[float, float]]:
+    """The cached channels' declared tune ranges (TuneConfig's fallback where tune.ranges names none)."""
+    return {name: cached.tune for name, cached in CACHED.items() if cached.tune is not None}
+
+
 def weights_problems(key: str, channels: dict[str, float], levels: dict[str, float]) -> list[str]:
     """A variant's unknown channels and level pairs, and its negative weights."""
-    found = [f"{key}.channels.{c}: no channel of that name (have: {', '.join(CHANNELS)})" for c in channels if c not in CHANNELS]
+    known = channel_names()
+    found = [f"{key}.channels.{c}: no channel of that name (have: {', '.join(known)})" for c in channels if c not in known]
     found += [f"{key}.levels.{pair}: no level pair {pair_form()}" for pair in levels if not level_pair(pair)]
     found += [f"{key}.{part}.{name}: {weight!r} is out of range; allowed: at least 0"
               for part, weights in (("channels", channels), ("levels", levels)) for name, weight in weights.items() if weight < 0]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ticketsim.config.coerce import ConfigError, build
+from ticketsim.config.names import declared_ranges
 
 
 def param(default: Any, help: str, low: float | None = None, high: float | None = None) -> Any:
@@ -525,11 +526,12 @@ class TuneConfig:
               "(all maximised) | mse: dev MSE of calibrated scores")
     folds: int = param(5, "cv objectives: folds of the train + dev queries, a model trained once per fold", low=3)
     ranges: TuningSpace = param(TuningSpace(
-        channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0), "S": (0.0, 8.0)},
+        channels={"A": (0.5, 8.0), "L": (0.0, 4.0), "F": (0.5, 8.0), "Fq": (0.5, 8.0)},
         levels={"sub-sub": (0.0, 1.0), "desc-desc": (0.0, 1.0), "sub+desc-sub+desc": (0.0, 1.0),
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)}),
         "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with a cv objective "
-        "those its fold models learned")
+        "those its fold models learned; a cached channel not named here has the range its line declares "
+        f"(ticketsim.config.names.CACHED: {', '.join(f'{c}: [{low}, {high}]' for c, (low, high) in declared_ranges().items())})")
     grid: TuningSpace = param(TuningSpace(
         channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
         levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),
@@ -542,12 +544,17 @@ class TuneConfig:
 
     def space(self, final: VariantConfig) -> TuningSpace:
         """What the study weighs for `final`: the ranges (the grid, for sampler grid) of the channels and levels it weighs."""
-        key, space = ("grid", self.grid) if self.sampler == "grid" else ("ranges", self.ranges)
+        key, space = ("grid", self.grid) if self.sampler == "grid" else ("ranges", self.full_ranges)
         missing = [f"tune.{key}.channels.{c}" for c in final.channels if c not in space.channels] + \
                   [f"tune.{key}.levels.{v}" for v in final.levels if v not in space.levels]
         if missing:
             raise ConfigError(f"params: {', '.join(missing)}: the final variant weighs it; give it values to try")
         return TuningSpace({c: space.channels[c] for c in final.channels}, {v: space.levels[v] for v in final.levels})
+
+    @property
+    def full_ranges(self) -> TuningSpace:
+        """`ranges` and, for each cached channel it names not, the range the channel's line declares."""
+        return dataclasses.replace(self.ranges, channels={**declared_ranges(), **self.ranges.channels})
 
     def __post_init__(self) -> None:
         if self.cross_validated and self.mode != "rescore":

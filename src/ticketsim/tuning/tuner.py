@@ -151,7 +151,8 @@ def objective(problem: TrainingInputs, cfg: TuneConfig, tracking, parent_run_id:
 
 def study_name(cfg: TuneConfig, dataset: str, problem: TrainingInputs, base_model: str | Path | None = None) -> str:
     """Same space, same inputs -> same study (so a killed one resumes); any change of either -> a new study."""
-    space = {k: v for k, v in asdict(cfg).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
+    whole = replace(cfg, ranges=cfg.full_ranges)      # a channel's declared range is part of the space
+    space = {k: v for k, v in asdict(whole).items() if k not in ("enabled", "storage", "study", "n_trials", "timeout", "workers")}
     digest = hashlib.sha1(json.dumps({"tune": space, "siamese": asdict(problem.siamese), "seed": problem.params.seed,
                                       "evaluation": asdict(problem.params.evaluation)}, sort_keys=True).encode())
     digest.update(pairs_digest(problem.pairs).encode())
@@ -194,7 +195,7 @@ def run_study(problem: TrainingInputs, cfg: TuneConfig, name: str, workers: int 
         queue(problem.final)
     problem, default = trial_problem(problem, cfg, base_model)
     if cfg.sampler == "tpe":    # the fold models may learn weights beyond the ranges: TPE samples where trial 0 lies too
-        cfg = replace(cfg, ranges=cfg.ranges.covering(default))
+        cfg = replace(cfg, ranges=cfg.full_ranges.covering(default))
     if cfg.sampler == "tpe" and cfg.cross_validated:
         # Known once the fold models are trained, by every launch alike: a launch resuming a study whose first launch
         # died while they trained queues it then; Optuna skips it where it is queued or run already.
