@@ -1,5 +1,5 @@
 """The cached channels as a registry: dvc.yaml's channels stage iterates CHANNELS (channels.yaml, generated and never
-stale), names no channel file by hand, and a new channel is one module plus one line (ticketsim.config.names.CACHED): a
+stale), names no channel file by hand, and a new channel is one module plus one line (ticketsim.config.cached.CACHED): a
 bag-of-characters channel declared here and registered by that line is weighed by the params, tuned over the range its
 line declares, fitted, trained, bundled, indexed and searched with on a tiny corpus."""
 import json
@@ -23,7 +23,7 @@ from ticketsim.channels.channel import Channel, Fitted, Fitting, Texts
 from ticketsim.channels.registry import CHANNELS, VARS, cache_path, dvc_stage, fit_channel, models_folder
 from ticketsim.cli import main
 from ticketsim.config import ConfigError, DatasetConfig, Params, SiameseParams, TextConfig, VariantConfig, load_params
-from ticketsim.config.names import CACHED, Cached, channel_names
+from ticketsim.config.cached import CACHED, Cached, channel_names
 from ticketsim.evaluate.calibrate import CALIBRATOR, fit_calibrator
 from ticketsim.search.index import build_index, model_hash
 from ticketsim.search.queries import query_encoder
@@ -91,7 +91,7 @@ CHANNEL = Channel("B", "bag", "text", "params-research.yaml", fit_bag, bag_of, b
 
 @pytest.fixture
 def toy(monkeypatch):
-    monkeypatch.setitem(CACHED, "B", Cached(__name__, (0.0, 2.0)))     # the one line of ticketsim.config.names
+    monkeypatch.setitem(CACHED, "B", Cached(__name__, (0.0, 2.0)))     # the one line of ticketsim.config.cached
     return CHANNEL
 
 

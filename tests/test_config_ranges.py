@@ -111,7 +111,7 @@ def test_a_bad_siamese_final_stops_the_pipelines_first_stage_before_it_writes(tm
 def test_the_names_the_params_are_checked_against_are_the_models():
     from ticketsim.channels.cache import QUERY_COMPONENTS, TICKET_COMPONENTS
     from ticketsim.channels.registry import CHANNELS
-    from ticketsim.config import names
+    from ticketsim.config import cached as names
     from ticketsim.model.branches import BRANCHES
     from ticketsim.scoring.weights import PAIR_CHANNELS
 

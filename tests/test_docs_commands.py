@@ -94,6 +94,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "a synopsis: tests/test_index_edit.py runs `index sync --dry-run` on a small index",
     "ticketsim index sync export.csv [--columns jira] [--model models/default/bundle] [--index models/default/index]":
         "a synopsis: tests/test_index_edit.py runs `index sync` twice (the second writes nothing) on a small index",
+    "ticketsim index compact [--index models/default/index]":
+        "a synopsis: tests/test_index_graph.py runs `index compact` (two segments joined, then one left as it is)",
     "ticketsim index rollback [--index models/default/index]":
         "a synopsis: tests/test_index_store.py runs it on each kind of damaged index",
     'ticketsim search --subject "pump getting hot" --description "feed pump at 95 C since monday, bearing noise" [-k 10] [--json]':

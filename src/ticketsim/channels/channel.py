@@ -1,4 +1,4 @@
-"""What a cached channel declares (a line of ticketsim.config.names.CACHED registers it): its name, its params section,
+"""What a cached channel declares (a line of ticketsim.config.cached.CACHED registers it): its name, its params section,
 how it is fitted on a dataset (models into its folder, vectors of every ticket and query component), the files it adds
 to a bundle and how a bundle encodes new texts with it. A channel's module holds its declaration; the library here
 prints nothing, it hands the stage what to write, log and say (Fitted)."""

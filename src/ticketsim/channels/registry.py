@@ -1,6 +1,6 @@
 """The cached channels: CHANNELS, name -> its declaration (ticketsim.channels.channel.Channel), read by the channels
 stage (stages/channel.py), dvc.yaml (through channels.yaml, `ticketsim channels --write`), the training inputs, the
-bundle and the index. Each is one line of ticketsim.config.names.CACHED, naming the module whose CHANNEL declares it;
+bundle and the index. Each is one line of ticketsim.config.cached.CACHED, naming the module whose CHANNEL declares it;
 that module is imported on the channel's first use (E and S import torch: importing the registry does not). A
 channel's files per dataset: its cache <name>.npz and its models folder <name>/, both in data/<dataset>/channels/."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from ticketsim.channels.cache import ChannelVectors, cache_path, models_folder
 from ticketsim.channels.channel import Channel, Fitted, Fitting
 from ticketsim.config import Params
-from ticketsim.config.names import CACHED
+from ticketsim.config.cached import CACHED
 from ticketsim.data.tables import Corpus
 from ticketsim.text.tokenize import Tokens
 

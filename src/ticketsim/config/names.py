@@ -7,39 +7,17 @@ any stage's outputs to run it; a name the tune stage met first had cost tuned/ a
 A name the files set is checked always; a default only where it is used (siamese.final by every dataset with labelled
 pairs, siamese.unlabelled by one without), so a trimmed catalogue (tests, benchmarks) need not hold every default.
 
-The names checked against live here, CACHED among them: the one line of each cached channel (its module and its
-weight's default tune range), which ticketsim.channels.registry reads too.
+The names checked against: ticketsim.config.cached, the one line of each cached channel among them.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from ticketsim.config.cached import CACHED, QUERY_COMPONENTS, TICKET_COMPONENTS, channel_names
 from ticketsim.config.coerce import ConfigError
 
-if TYPE_CHECKING:       # schema reads CACHED (a channel's declared tune range): no import back at run time
+if TYPE_CHECKING:
     from ticketsim.config.schema import Params
-
-
-class Cached(NamedTuple):
-    """A cached channel's line: the module whose CHANNEL declares it (ticketsim.channels.channel.Channel) and its
-    weight's default tune range [low, high] (tune.ranges.channels wins; None: the params must give one)."""
-
-    module: str
-    tune: tuple[float, float] | None = None
-
-
-# The cached channels, one line each, in their order (ticketsim.channels.registry.CHANNELS imports a module on first use
-# of its channel): a new channel is its module and one line here. Named here so that reading the params imports no model.
-CACHED: dict[str, Cached] = {
-    "E": Cached("ticketsim.channels.sumemb"),                    # word2vec ++ char-BLSTM, summed
-    "T": Cached("ticketsim.channels.topics"),                    # DocNADE topics
-    "S": Cached("ticketsim.channels.pretrained", (0.0, 8.0)),    # a pretrained sentence encoder
-}
-# The channels the model computes (ticketsim.model.branches.BRANCHES, ticketsim.scoring.weights.PAIR_CHANNELS), and the
-# components (ticketsim.channels.cache): tests/test_config_ranges.py holds them equal to the model's.
-COMPUTED = ("h", "A", "F", "Fq", "L", "R")
-QUERY_COMPONENTS = ("sub", "desc", "sub+desc")
-TICKET_COMPONENTS = ("sub", "desc", "sol", "sub+desc", "sub+desc+sol")
 
 
 def name_problems(params: Params, written: dict[str, Any]) -> list[str]:
@@ -78,16 +56,6 @@ def name_problems(params: Params, written: dict[str, Any]) -> list[str]:
     except ConfigError as error:
         found.append(str(error).removeprefix("params: "))
     return found
-
-
-def channel_names() -> tuple[str, ...]:
-    """Every channel a variant may weigh: the computed ones, then the cached ones (CACHED as it is now)."""
-    return (*COMPUTED, *CACHED)
-
-
-def declared_ranges() -> dict[str, tuple[float, float]]:
-    """The cached channels' declared tune ranges (TuneConfig's fallback where tune.ranges names none)."""
-    return {name: cached.tune for name, cached in CACHED.items() if cached.tune is not None}
 
 
 def weights_problems(key: str, channels: dict[str, float], levels: dict[str, float]) -> list[str]:

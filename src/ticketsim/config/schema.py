@@ -7,8 +7,8 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ticketsim.config.cached import declared_ranges
 from ticketsim.config.coerce import ConfigError, build
-from ticketsim.config.names import declared_ranges
 
 
 def param(default: Any, help: str, low: float | None = None, high: float | None = None) -> Any:
@@ -531,7 +531,7 @@ class TuneConfig:
                 "sub+desc-sub+desc+sol": (0.0, 1.0), "sub-sub+desc+sol": (0.0, 1.0)}),
         "[low, high] per weight (tpe), widened to take in trial 0: the final's own weights, or with a cv objective "
         "those its fold models learned; a cached channel not named here has the range its line declares "
-        f"(ticketsim.config.names.CACHED: {', '.join(f'{c}: [{low}, {high}]' for c, (low, high) in declared_ranges().items())})")
+        f"(ticketsim.config.cached.CACHED: {', '.join(f'{c}: [{low}, {high}]' for c, (low, high) in declared_ranges().items())})")
     grid: TuningSpace = param(TuningSpace(
         channels={"h": (0.6, 0.7, 0.8), "E": (0.3, 0.2, 0.1), "T": (0.3, 0.2, 0.1)},
         levels={"sub-sub": (0.1, 0.15, 0.2), "desc-desc": (0.1, 0.15, 0.2), "sub-desc": (0.1, 0.15, 0.2),
