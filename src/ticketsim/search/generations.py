@@ -52,6 +52,11 @@ def number(generation: Path) -> int:
     return int(GENERATION.fullmatch(generation.name)[1])
 
 
+def scratch_number(scratch: Path) -> int:
+    """The number of the generation a scratch folder of next_generation becomes (.gen-000007: 7)."""
+    return number(scratch.with_name(scratch.name.removeprefix(".")))
+
+
 def generations(directory: str | Path) -> list[Path]:
     """The generation folders of an index, oldest first (scratch folders are hidden: none of them)."""
     found = [p for p in Path(directory).iterdir() if GENERATION.fullmatch(p.name) and p.is_dir()] \

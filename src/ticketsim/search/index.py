@@ -47,6 +47,7 @@ from ticketsim.search.generations import (
     next_name,
     number,
     previous_of,
+    scratch_number,
     switch,
     writable,
 )
@@ -343,14 +344,18 @@ class TicketIndex:
         return TopicLabels(topics.words, tuple(npmi_of_counts(topics.words, self.cooccurrence, len(self)).tolist()),
                            self.coherence)
 
-    def stored_bytes(self, segments: int | None = None) -> int:
-        """The bytes of its newest `segments` segments (None: all)."""
-        return sum(tree_bytes(s.folder) for s in self.segments[len(self.segments) - (segments or len(self.segments)):])
+    def stored_bytes(self) -> int:
+        """The bytes of its segments' files."""
+        return sum(tree_bytes(s.folder) for s in self.segments)
+
+    def joining(self, tickets: int) -> tuple[tuple[Segment, ...], tuple[Segment, ...]]:
+        """(the segments an addition of `tickets` tickets keeps, linked; those it joins into its own, rewritten)."""
+        split = len(self.segments) - joined_tail([len(s) for s in self.segments], tickets)
+        return self.segments[:split], self.segments[split:]
 
     def joined_bytes(self, tickets: int) -> int:
-        """The bytes of the segments an addition of `tickets` tickets joins into its own (rewritten, not linked)."""
-        joined = joined_tail([len(s) for s in self.segments], tickets)
-        return self.stored_bytes(joined) if joined else 0
+        """The bytes of the segments an addition of `tickets` tickets joins into its own."""
+        return sum(tree_bytes(s.folder) for s in self.joining(tickets)[1])
 
     def check(self, scorer_hash: str, bundle: str | Path, where: str | Path) -> None:
         check_hash(self.model_hash, scorer_hash, bundle, where)
@@ -377,7 +382,7 @@ def write_generation(scratch: Path, manifest: dict, kept: Sequence[Segment], new
     for segment in kept:
         link_segment(segment.folder, scratch)
     if new is not None:
-        named.append(segment_name(number(scratch.with_name(scratch.name.lstrip(".")))))
+        named.append(segment_name(scratch_number(scratch)))
         schema = kept[0].table.schema if kept else None
         write_segment(scratch / named[-1], new, schema, BM25Config(**manifest["bm25"]), GraphConfig(**manifest["graph"]), precision)
     np.save(scratch / COOCCURRENCE, cooccurrence)
@@ -535,8 +540,7 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
                 pl.lit(None, pl.String).alias(c) for c in index.table.column_names if c not in new.frame.columns))
             counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
             manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
-            joined = joined_tail([len(s) for s in index.segments], len(new.vectors))
-            kept, tail = index.segments[:len(index.segments) - joined], index.segments[len(index.segments) - joined:]
+            kept, tail = index.joining(len(new.vectors))
             write_generation(scratch, manifest, kept, Encoded.joined([*(s.encoded() for s in tail), new]), counts,
                              index.vectors.precision)
     return TicketIndex.load(directory)
@@ -558,8 +562,9 @@ def delete_tickets(directory: str | Path, ids: Sequence[str]) -> TicketIndex:
     if not ids:
         raise StepError(f"{directory}: no ticket ids to delete")
     writable(directory)
-    refuse_unknown(TicketIndex.load(directory), ids)     # before the lock: a typo waits for no writer
-    with next_generation(directory, TicketIndex.load(directory).stored_bytes(), erase=True) as (_, scratch):
+    loaded = TicketIndex.load(directory)
+    refuse_unknown(loaded, ids)     # before the lock: a typo waits for no writer
+    with next_generation(directory, loaded.stored_bytes(), erase=True) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have changed it
         refuse_unknown(index, ids)
         write_without(scratch, index, set(ids), None)
