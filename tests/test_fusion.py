@@ -1,6 +1,7 @@
 """Beyond the paper: channel L (BM25 as a distance), pair channels in the metric, learned W and V, a ranking loss."""
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 import torch
@@ -51,6 +52,24 @@ def test_bm25_is_lucenes_formula_worked_by_hand():
     assert postings.bm25(["seal", "seal"])[2] == pytest.approx(2 * seal * 2 / (2 + norm[4]), rel=1e-6)
     assert dict(postings.idf) == pytest.approx({"fan": pump, "leak": seal, "pump": pump, "seal": seal})
     assert postings.ceiling(["pump", "seal", "seal", "unknownword"]) == pytest.approx(pump + 2 * seal)
+
+
+def test_postings_joined_without_some_rows_are_those_built_from_the_rows_kept():
+    """A merge (a delete, a compaction) joins segments' postings without reading a document: array for array a build's
+    of the tickets kept, and a word only the dropped tickets held leaves the vocabulary."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)] + ["é", "secret"]
+    documents = [list(rng.choice(words[:-1], rng.integers(0, 12))) for _ in range(200)]
+    documents[150] = ["secret", "pump"]
+    parts = [documents[:90], documents[90:160], documents[160:]]
+    keeps = [np.sort(rng.choice(90, 60, replace=False)), np.delete(np.arange(70), 60), None]     # row 150 dropped
+    joined = Postings.joined([(Postings.build(p, 1.2, 0.75), k) for p, k in zip(parts, keeps)], 1.2, 0.75)
+    kept = [d for part, keep in zip(parts, keeps) for d in (part if keep is None else [part[i] for i in keep])]
+    built = Postings.build(kept, 1.2, 0.75)
+    assert joined.vocabulary.strings() == built.vocabulary.strings() and joined.word_id("secret") is None
+    for name in ("indptr", "docs", "tf", "lengths"):
+        assert getattr(joined, name).dtype == getattr(built, name).dtype
+        assert np.array_equal(getattr(joined, name), getattr(built, name)), name
 
 
 def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():

@@ -20,6 +20,7 @@ from ticketsim.app.access import Access
 from ticketsim.app.page import create_app
 from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.bm25 import Postings
+from ticketsim.channels.coherence import cooccurrence
 from ticketsim.cli import BAD_INPUT, ERROR, OK, main
 from ticketsim.config import GraphConfig, ServeConfig
 from ticketsim.data.csvsource import read_records
@@ -59,6 +60,7 @@ def test_a_deleted_ticket_leaves_no_byte_of_its_text_in_the_index_folder(workspa
     secret.write_csv(root / "secret.csv")
     assert main(["index", "add", str(root / "secret.csv"), *where]) == OK
     assert holding(folder, SECRET)      # the test's premise: the text is on disk before the delete
+    base = (TicketIndex.load(folder).segments[0].folder / "vectors.npy").stat().st_ino   # the 40 built; the secret apart
     reader = Searcher.load(where[1], folder)
     query = pl.DataFrame({"query_id": ["1"], "subject": [f"{SECRET} pump"], "description": ["feed pump leaks"]})
     assert "T-SECRET" in [h.ticket_id for h in reader.search(query, 41)[0].hits]
@@ -70,16 +72,19 @@ def test_a_deleted_ticket_leaves_no_byte_of_its_text_in_the_index_folder(workspa
     assert [g.name for g in generations(folder)] == ["gen-000003"]      # no earlier generation kept beside it
     after = TicketIndex.load(folder)
     assert len(after) == 40 and after.row_of("T-SECRET") is None
-    [joined] = after.segments     # every segment joined into one: the ticket removed with them
-    everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)     # BM25 as a rebuild's
-    assert np.array_equal(joined.postings.docs, everything.docs) and joined.postings.word_id(SECRET.lower()) is None
+    [kept] = after.segments     # the secret's segment rewritten without it (so none), the base linked, not rewritten
+    assert (kept.folder / "vectors.npy").stat().st_ino == base and kept.postings.word_id(SECRET.lower()) is None
     # the reader that held the removed generation still answers from its mapped files, then follows
     assert len(reader.search(query, 5)[0].hits) == 5
     assert reader.follow() and "T-SECRET" not in [h.ticket_id for h in reader.search(query, 40)[0].hits]
 
     (root / "ids.txt").write_text(f"{tickets['ticket_id'][3]}\n\n{tickets['ticket_id'][5]}\n")
     assert main(["index", "delete", "--index", str(folder), str(root / "ids.txt")]) == OK
-    assert len(TicketIndex.load(folder)) == 38 and TicketIndex.load(folder).row_of(tickets["ticket_id"][5]) is None
+    after = TicketIndex.load(folder)
+    assert len(after) == 38 and after.row_of(tickets["ticket_id"][5]) is None
+    everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)     # BM25 and the topic counts as a rebuild's
+    assert np.array_equal(after.segments[0].postings.docs, everything.docs)
+    assert np.array_equal(after.cooccurrence, cooccurrence(after.topic_words, after.words())[0])
 
 
 def test_an_unknown_id_is_one_line_naming_it_and_nothing_is_written(workspace, capsys):
@@ -104,7 +109,7 @@ def test_add_replaces_a_ticket_whose_id_is_there_only_with_upsert(workspace, cap
     after = TicketIndex.load(folder)
     assert len(after) == 40 and after.ticket(known)["solution"] == f"call {SECRET} and swap the seal"
     assert sorted(after.tickets["ticket_id"]) == sorted(tickets.head(40)["ticket_id"])
-    [joined] = after.segments     # every segment joined into one: the ticket removed with them
+    [joined] = after.segments     # the segment that held the ticket rewritten without it, the new one joined to it
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
     assert np.array_equal(joined.postings.tf, everything.tf) and joined.postings.word_id(SECRET.lower()) is not None
 
@@ -258,7 +263,7 @@ def test_sync_makes_the_index_equal_to_the_export_in_one_generation_and_a_second
     rebuilt = build_index(Scorer.load(where[1]), model_hash(where[1]), wanted, root / "rebuilt")
     rows = [rebuilt.row_of(t) for t in after.tickets["ticket_id"]]
     assert np.allclose(after.vectors.take(range(len(after))), rebuilt.vectors.take(rows), atol=1e-5)
-    [joined] = after.segments     # every segment joined into one: the ticket removed with them
+    [joined] = after.segments     # the segment that held the ticket rewritten without it, the new one joined to it
     everything = Postings.build(after.words(), after.bm25.k1, after.bm25.b)
     assert np.array_equal(joined.postings.tf, everything.tf) and joined.postings.word_id(SECRET.lower()) is not None
     assert after.matching({"queue": "l2"}).tolist() == [after.row_of(refiled)]

@@ -74,33 +74,50 @@ class Postings:
         tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.lengths[docs] / average) + tf)
         np.add.at(scores, docs, (idf * tfc).astype(np.float32))
 
-    def plus(self, documents: Sequence[Sequence[str]]) -> Postings:
-        """These postings and those of `documents` (new tickets, rows after the last), in memory: equal to the
-        postings of every ticket built at once."""
-        old = self.vocabulary.strings()
-        words = sorted(set(old).union(*map(set, documents)))
-        position = {word: i for i, word in enumerate(words)}
-        remap = np.fromiter((position[w] for w in old), np.int64, len(old))
-        old_terms = remap[np.repeat(np.arange(len(old)), np.diff(self.indptr))]
-        flat = [w for doc in documents for w in doc]
-        new_terms = np.fromiter((position[w] for w in flat), np.int64, len(flat))
-        new_docs = np.repeat(np.arange(self.tickets, self.tickets + len(documents)), [len(d) for d in documents])
-        pairs, counts = np.unique(new_terms * (self.tickets + len(documents)) + new_docs, return_counts=True)
-        terms = np.concatenate([old_terms, pairs // (self.tickets + len(documents))])
-        docs = np.concatenate([np.asarray(self.docs, np.int64), pairs % (self.tickets + len(documents))])
-        tf = np.concatenate([self.tf, counts.astype(np.float32)])
-        keep = np.lexsort((docs, terms))
-        indptr = np.zeros(len(words) + 1, np.int64)
-        np.cumsum(np.bincount(terms, minlength=len(words)), out=indptr[1:])
-        lengths = np.concatenate([self.lengths, np.array([len(d) for d in documents], np.int64)])
-        vocabulary = SortedStrings.of(words)
-        return Postings(vocabulary, indptr, docs[keep].astype(np.int32), tf[keep], lengths, self.k1, self.b)
-
     @classmethod
     def build(cls, documents: Sequence[Sequence[str]], k1: float, b: float) -> Postings:
-        empty = cls(SortedStrings.of([]), np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32),
-                    np.zeros(0, np.int64), k1, b)
-        return empty.plus(documents)
+        words = sorted(set().union(*map(set, documents)))
+        position, n = {word: i for i, word in enumerate(words)}, max(len(documents), 1)
+        flat = [w for doc in documents for w in doc]
+        terms = np.fromiter((position[w] for w in flat), np.int64, len(flat))
+        docs = np.repeat(np.arange(len(documents)), [len(d) for d in documents])
+        pairs, counts = np.unique(terms * n + docs, return_counts=True)     # by word, then ticket
+        indptr = np.zeros(len(words) + 1, np.int64)
+        np.cumsum(np.bincount(pairs // n, minlength=len(words)), out=indptr[1:])
+        return cls(SortedStrings.of(words), indptr, (pairs % n).astype(np.int32), counts.astype(np.float32),
+                   np.array([len(d) for d in documents], np.int64), k1, b)
+
+    @classmethod
+    def joined(cls, parts: Sequence[tuple[Postings, np.ndarray | None]], k1: float, b: float) -> Postings:
+        """The postings of each part's kept rows (sorted; None: every row), rows numbered part after part: those `build`
+        gives the kept tickets' documents, array for array (a word no kept ticket holds leaves the vocabulary). Each
+        part's postings are placed, not sorted: they are in word order, and a word's rows ascend part after part. No
+        document is read, so a merge of a million tickets costs their postings' arrays, not their tokens."""
+        words = sorted(set().union(*(part.vocabulary.strings() for part, _ in parts)))
+        position, counts, pieces, lengths = {word: i for i, word in enumerate(words)}, np.zeros(len(words), np.int64), [], []
+        for part, keep in parts:
+            strings = part.vocabulary.strings()
+            remap = np.fromiter((position[w] for w in strings), np.int64, len(strings))    # ascending: both in byte order
+            terms, docs, tf = np.repeat(remap, np.diff(part.indptr)), np.asarray(part.docs, np.int64), np.asarray(part.tf)
+            if keep is not None:
+                renumbered = np.full(part.tickets, -1, np.int64)
+                renumbered[keep] = np.arange(len(keep))
+                docs = renumbered[docs]
+                terms, docs, tf = terms[docs >= 0], docs[docs >= 0], tf[docs >= 0]
+            here = np.bincount(terms, minlength=len(words))
+            pieces.append((terms, docs + sum(map(len, lengths)), tf, here))
+            counts += here
+            lengths.append(np.asarray(part.lengths if keep is None else part.lengths[keep], np.int64))
+        indptr = np.zeros(len(words) + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        docs, tf, filled = np.empty(indptr[-1], np.int32), np.empty(indptr[-1], np.float32), indptr[:-1].copy()
+        for terms, part_docs, part_tf, here in pieces:
+            at = filled[terms] + np.arange(len(terms)) - (np.cumsum(here) - here)[terms]
+            docs[at], tf[at] = part_docs, part_tf
+            filled += here
+        held = np.flatnonzero(counts)
+        return cls(SortedStrings.of([words[i] for i in held]), np.concatenate([np.zeros(1, np.int64), np.cumsum(counts[held])]),
+                   docs, tf, np.concatenate(lengths), k1, b)
 
     @staticmethod
     def files(folder: Path) -> list[Path]:

@@ -11,8 +11,8 @@ one copy of it in the page cache. Beside its segments a generation holds:
 
 Adding tickets writes the next generation: the segments of the one in force linked, and one new segment of the new
 tickets (joined with the newest small segments, search/segments.joined_tail). Counts add up, so BM25 and the coherence
-after an addition are exactly those of a rebuild. A write that removes tickets (delete, an update, a sync) or
-`ticketsim index compact` joins every segment into one.
+after an addition are exactly those of a rebuild. A write that removes tickets (delete, an update, a sync) rewrites the
+segments that hold them, without them, and links the others; `ticketsim index compact` joins every segment into one.
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ from ticketsim.search.segments import (
     Encoded,
     Segment,
     SegmentVectors,
+    Source,
     joined_table,
     joined_tail,
     lexicon,
@@ -374,22 +375,21 @@ def generation_manifest_of(bundle_hash: str, score: FusedScore, topic_scale: tup
             "topic_words": list(topic_words), "graph": asdict(graph)}
 
 
-def write_generation(scratch: Path, manifest: dict, kept: Sequence[Segment], new: Encoded | None, cooccurrence: np.ndarray,
+def write_generation(scratch: Path, manifest: dict, kept: Sequence[Segment], new: Sequence[Source], cooccurrence: np.ndarray,
                      precision: Precision) -> None:
     """A whole generation in `scratch`: the segments `kept` (of the generation in force) linked, followed by one segment
-    of `new` (None: none) with its graph as the manifest says; `cooccurrence` already counts every ticket."""
-    named = [segment.folder.name for segment in kept]
+    of the tickets of `new` (none: no segment) with its graph as the manifest says; `cooccurrence` counts every ticket."""
+    named, new = [segment.folder.name for segment in kept], [source for source in new if len(source)]
     for segment in kept:
         link_segment(segment.folder, scratch)
-    if new is not None:
+    if new:
         named.append(segment_name(scratch_number(scratch)))
-        schema = kept[0].table.schema if kept else None
-        write_segment(scratch / named[-1], new, schema, BM25Config(**manifest["bm25"]), GraphConfig(**manifest["graph"]), precision)
+        write_segment(scratch / named[-1], new, kept[0].table.schema if kept else None, BM25Config(**manifest["bm25"]),
+                      GraphConfig(**manifest["graph"]), precision)
     np.save(scratch / COOCCURRENCE, cooccurrence)
-    tickets = sum(map(len, kept)) + (0 if new is None else len(new.vectors))
-    dim = kept[0].vectors.d if kept else new.vectors.shape[1]
-    (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "segments": named, "tickets": tickets, "dim": dim,
-                                                           "precision": precision}) + "\n")
+    dim = kept[0].vectors.d if kept else new[0].vectors.shape[1]
+    (scratch / GENERATION_MANIFEST).write_text(json.dumps({**manifest, "segments": named, "tickets": sum(map(len, [*kept, *new])),
+                                                           "dim": dim, "precision": precision}) + "\n")
 
 
 def engine_channels(scorer: Scorer, tickets: pl.DataFrame, cached: Sequence[ChannelVectors], engine: str) -> list[ChannelVectors]:
@@ -446,7 +446,7 @@ def reuse_index(index: str | Path, scorer: Scorer, bundle: str | Path, out: str 
                             f"encoder or other dense weights): rebuild the index (`ticketsim retrain --full`)")
     with next_generation(out, tree_bytes(reused.generation)) as (_, scratch):     # the bytes of a copy, where no link is
         reused.model_hash, reused.score = model_hash(bundle), score
-        write_generation(scratch, reused.generation_manifest(), reused.segments, None, reused.cooccurrence,
+        write_generation(scratch, reused.generation_manifest(), reused.segments, (), reused.cooccurrence,
                          reused.vectors.precision)
     return TicketIndex.load(out)
 
@@ -472,7 +472,7 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     manifest = generation_manifest_of(bundle_hash, score, topic_scale, scorer.bm25, coherence, words, graph)
     with next_generation(out, needs(None, tickets, vectors.size * np.dtype(precision).itemsize)) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
-        write_generation(scratch, manifest, (), new, cooccurrence(words, new.documents())[0], precision)
+        write_generation(scratch, manifest, (), [Source.new(new, scorer.bm25)], cooccurrence(words, new.documents())[0], precision)
     return TicketIndex.load(out)
 
 
@@ -524,8 +524,8 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
            graph: GraphConfig | None = None, upsert: bool = False) -> TicketIndex:
     """Encoded tickets as the next generation of the index at `directory`, under its lock: one new segment, of them and
     the newest small segments it joins (segments.joined_tail); the index after. graph: the graph settings from this
-    generation on (None: those in force). upsert: a ticket whose id the index holds replaces it (else refused): every
-    segment joined into one, as a delete does."""
+    generation on (None: those in force). upsert: a ticket whose id the index holds replaces it (else refused): the
+    segments that hold them rewritten without them, as a delete does (write_without)."""
     documents, loaded = new.documents(), TicketIndex.load(directory)
     with next_generation(directory, needs(loaded, new.frame, rewritten=loaded.joined_bytes(len(new.vectors)))) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
@@ -536,12 +536,10 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
         if replaced or set(new.frame.columns) - set(index.table.column_names):     # a facet the table lacks: rewritten
             write_without(scratch, index, replaced, new)
         else:
-            new = Encoded(new.vectors, new.frame.with_columns(     # a facet these tickets lack: null for them
-                pl.lit(None, pl.String).alias(c) for c in index.table.column_names if c not in new.frame.columns))
             counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
             manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
             kept, tail = index.joining(len(new.vectors))
-            write_generation(scratch, manifest, kept, Encoded.joined([*(s.encoded() for s in tail), new]), counts,
+            write_generation(scratch, manifest, kept, [*map(Source.of, tail), Source.new(new, index.bm25)], counts,
                              index.vectors.precision)
     return TicketIndex.load(directory)
 
@@ -582,16 +580,20 @@ def refuse_unknown(index: TicketIndex, ids: Sequence[str]) -> None:
                         "(`ticketsim index build --force` replaces it)")
 
 
-def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Encoded | None) -> None:
-    """A whole generation in `scratch` of one segment: the tickets of `index` but those `dropped`, followed by `new`
-    (None: none). BM25's postings, the topic counts and the graph are rebuilt from the tickets kept: counts of a removed
-    ticket cannot be subtracted from a graph, and a word only it held must leave the vocabulary."""
-    kept = [row for row, t in enumerate(index.table["ticket_id"].to_pylist()) if t not in dropped]
-    rest = Encoded(np.asarray(index.vectors.take(np.asarray(kept, np.int64)), np.float32),     # float16 -> 32 -> 16 is exact
-                   pl.from_arrow(index.table.take(kept)))
-    rest = rest if new is None else Encoded.joined([rest, new])
-    write_generation(scratch, index.generation_manifest(), (), rest, cooccurrence(index.topic_words, rest.documents())[0],
-                     index.vectors.precision)
+def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Encoded | None, every: bool = False) -> None:
+    """A whole generation in `scratch`: the segments of `index` that hold a ticket `dropped` (every segment: `every`, or
+    where `new` has a facet the tables lack) joined into one without those tickets and followed by `new` (None: none),
+    the other segments linked. The joined postings lose the dropped rows (a word only they held leaves the vocabulary),
+    the topic counts lose theirs, and the joined segment's graph is built anew: a graph cannot lose a node."""
+    every = every or (new is not None and bool(set(new.frame.columns) - set(index.table.column_names)))
+    touched = [s for s in index.segments if every or any(s.row_of(t) is not None for t in dropped)]
+    gone = np.sort(np.array([row for row in map(index.row_of, dropped) if row is not None], np.int64))
+    counts = index.cooccurrence - cooccurrence(index.topic_words, ticket_documents(pl.from_arrow(index.table.take(gone))))[0]
+    if new is not None:
+        counts += cooccurrence(index.topic_words, new.documents())[0]
+    write_generation(scratch, index.generation_manifest(), [s for s in index.segments if s not in touched],
+                     [*(Source.of(s, dropped) for s in touched), *([] if new is None else [Source.new(new, index.bm25)])],
+                     counts, index.vectors.precision)
 
 
 def compact(directory: str | Path) -> tuple[int, TicketIndex]:
@@ -604,5 +606,5 @@ def compact(directory: str | Path) -> tuple[int, TicketIndex]:
     with next_generation(directory, loaded.stored_bytes()) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         before = len(index.segments)
-        write_without(scratch, index, set(), None)
+        write_without(scratch, index, set(), None, every=True)
     return before, TicketIndex.load(directory)

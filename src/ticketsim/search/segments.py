@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ticketsim.channels.bm25 import Lexicon, Postings
 from ticketsim.channels.cache import component_tokens
@@ -41,6 +42,7 @@ from ticketsim.text.sorted_strings import SortedStrings
 SEGMENT = re.compile(r"seg-(\d{6})")
 VECTORS, TICKETS, IDS, BY_ID = "vectors.npy", "tickets.arrow", "ids", "by_id.npy"
 MERGE_BELOW = 100_000   # tickets: an addition joins the newest segments into its own only while it stays smaller
+WRITTEN_AT_ONCE = 1 << 16     # tickets a segment's writer copies at once
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,34 +120,75 @@ class Segment:
         found = self.ids.find(ticket_id)
         return None if found is None else int(self.by_id[found])
 
-    def encoded(self) -> Encoded:
-        """Its tickets as a writer joins them into a new segment (read whole: a merge's)."""
-        return Encoded(np.asarray(self.vectors.array, np.float32), pl.from_arrow(self.table))    # float16 -> 32 -> 16 is exact
-
 
 def read_arrow(path: Path) -> pa.Table:
     """An Arrow IPC file, memory-mapped: no column is read until a row is."""
     return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
 
 
-def write_segment(folder: Path, new: Encoded, schema: pa.Schema | None, bm25: BM25Config, graph: GraphConfig,
+@dataclass(frozen=True, eq=False)
+class Source:
+    """Tickets a segment is written from, in their order: the rows of a segment a write keeps (`keep`, ascending; None:
+    every row), or new tickets with their postings built in memory."""
+
+    vectors: np.ndarray     # (tickets, d): float32, or a segment's stored precision
+    table: pa.Table
+    postings: Postings
+    keep: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, segment: Segment, dropped: Collection[str] = ()) -> Source:
+        """The segment's tickets but those whose ids are `dropped`."""
+        held = pc.is_in(segment.table["ticket_id"], value_set=pa.array(list(dropped), pa.string())) if dropped else None
+        keep = None if held is None else np.flatnonzero(~np.asarray(held.to_numpy(zero_copy_only=False), bool))
+        return cls(segment.vectors.array, segment.table, segment.postings, keep)
+
+    @classmethod
+    def new(cls, tickets: Encoded, bm25: BM25Config) -> Source:
+        return cls(tickets.vectors, tickets.frame.to_arrow(), Postings.build(tickets.documents(), bm25.k1, bm25.b))
+
+    def __len__(self) -> int:
+        return self.table.num_rows if self.keep is None else len(self.keep)
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        """The rows it keeps, WRITTEN_AT_ONCE at a time: what a writer holds of its tickets at once."""
+        rows = np.arange(self.table.num_rows) if self.keep is None else self.keep
+        for start in range(0, len(rows), WRITTEN_AT_ONCE):
+            yield rows[start:start + WRITTEN_AT_ONCE]
+
+
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in `schema`'s columns and types, a column it lacks (a facet its tickets had not) null."""
+    for name in schema.names:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
+    return table.select(schema.names).cast(schema)
+
+
+def write_segment(folder: Path, sources: Sequence[Source], schema: pa.Schema | None, bm25: BM25Config, graph: GraphConfig,
                   precision: Precision) -> None:
-    """A segment of the tickets `new` in `folder` (made here); schema: that of the index's tables (None: new's own)."""
+    """A segment in `folder` (made here) of the tickets of `sources`, one after the other, block by block: what a merge
+    of a million tickets holds at once is their postings' arrays, not their texts. schema: that of the index's tables
+    (None: the sources' own, unified)."""
     folder.mkdir()
-    vectors = np.lib.format.open_memmap(folder / VECTORS, "w+", np.dtype(precision), new.vectors.shape)
+    schema = pa.unify_schemas([s.table.schema for s in sources], promote_options="permissive") if schema is None else schema
+    vectors = np.lib.format.open_memmap(folder / VECTORS, "w+", np.dtype(precision), (sum(map(len, sources)), sources[0].vectors.shape[1]))
     allocate(folder / VECTORS)      # a full disk is an OSError here, not a SIGBUS in the copy below
-    vectors[:] = new.vectors
-    vectors.flush()
-    table = new.frame.to_arrow()
-    schema = table.schema if schema is None else schema
+    at, ids = 0, []
     with pa.ipc.new_file(str(folder / TICKETS), schema) as writer:
-        writer.write_table(table.select(schema.names).cast(schema))
-    ids = new.frame["ticket_id"].to_list()
+        for source in sources:
+            for rows in source.blocks():
+                vectors[at:at + len(rows)] = source.vectors[rows]
+                block = source.table.take(rows)
+                writer.write_table(conformed(block, schema))
+                ids.extend(block["ticket_id"].to_pylist())
+                at += len(rows)
+    vectors.flush()
     by_id = np.argsort(np.asarray(ids, dtype=object), kind="stable")
     SortedStrings.of([ids[i] for i in by_id]).save(folder / IDS)
     np.save(folder / BY_ID, by_id)
-    Postings.build(new.documents(), bm25.k1, bm25.b).save(folder)
-    write_graph(folder, new.vectors, graph)
+    Postings.joined([(s.postings, s.keep) for s in sources], bm25.k1, bm25.b).save(folder)
+    write_graph(folder, vectors, graph)
 
 
 def link_segment(segment: Path, into: Path) -> None:
