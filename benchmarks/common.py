@@ -62,6 +62,7 @@ from ticketsim.evaluate.calibrate import Calibrator
 from ticketsim.model.branches import BranchStart
 from ticketsim.model.saved import ENCODER, WEIGHTS, build_model, save_model
 from ticketsim.search.index import Encoded, TicketIndex, append, compact
+from ticketsim.search.segments import MERGE_BELOW
 from ticketsim.text.tokenize import make_tokenizer, tokenize_corpus
 
 if TYPE_CHECKING:
@@ -302,8 +303,9 @@ def tile(source: Path, n: int, target: Path, rng: np.random.Generator, graph: Gr
     shutil.copytree(source, target)
     base = TicketIndex.load(source)
     size, noise = len(base), copy_noise(base, rng) if noise is None else noise
-    while size < n:
-        size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size)), noise, rng), graph=graph))
+    while size < n:     # doubling, MERGE_BELOW tickets at most at once: an append holds its new tickets in memory
+        size = len(append(target, base.model_hash, copies(base, np.arange(size, min(n, 2 * size, size + MERGE_BELOW)), noise, rng),
+                          graph=graph))
     compact(target)
     return time.perf_counter() - started
 
@@ -322,7 +324,7 @@ def copies(base: TicketIndex, positions: np.ndarray, noise: float, rng: np.rando
     rows = positions % len(base)
     vectors = np.asarray(base.vectors.take(rows), np.float32)
     new = base.tickets[rows].with_columns(ticket_id=pl.col("ticket_id") + "~" + pl.Series((positions // len(base)).astype(str)))
-    return Encoded(vectors + rng.normal(0, noise, vectors.shape).astype(np.float32), new)
+    return Encoded(vectors + noise * rng.standard_normal(vectors.shape, np.float32), new)
 
 
 # ------------------------------------------------------------------------------------------------------ processes
