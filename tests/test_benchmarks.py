@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from benchmarks import approximate, encoding, index_add, ingest, lexical_engines, pipeline_time, search_scale
+from benchmarks import approximate, encoding, index_writes, ingest, lexical_engines, pipeline_time, search_scale
 from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -73,19 +73,21 @@ def test_the_approximate_benchmark_sets_a_graphs_recall_and_time_beside_the_exac
     assert "float16 vectors against float32 on the 80 tickets:" in printed and "of 6 top 10s in the same order" in printed
 
 
-# --------------------------------------------------------------------------------------------------------- index_add
-def test_the_add_benchmark_writes_only_the_new_segment_at_each_size_and_prints_the_ratio(tiny_index, monkeypatch, capsys):
+# ------------------------------------------------------------------------------------------------------ index_writes
+def test_the_writes_benchmark_adds_only_a_segment_deletes_and_compacts_at_each_size_and_prints_the_ratios(
+        tiny_index, monkeypatch, capsys):
     bundle, index = tiny_index
-    monkeypatch.setattr(sys, "argv", ["index_add", "--model", str(bundle), "--index", str(index), "--sizes", "100", "400",
-                                      "--add", "20"])
-    index_add.main()
+    monkeypatch.setattr(sys, "argv", ["index_writes", "--model", str(bundle), "--index", str(index), "--sizes", "100", "400",
+                                      "--add", "20", "--delete", "30"])
+    index_writes.main()
     out = capsys.readouterr().out
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in out.splitlines()
             if line.startswith("| ") and line.split("|")[1].strip() in ("100", "400")}
-    assert set(rows) == {"100", "400"} and all(float(r[0]) > 0 and r[3] == "2" for r in rows.values())   # base + the add's
-    written = {n: int(r[2].replace(",", "")) for n, r in rows.items()}
+    assert set(rows) == {"100", "400"} and all(min(map(float, r[:4])) > 0 and r[5] == "2" for r in rows.values())
+    written = {n: int(r[4].replace(",", "")) for n, r in rows.items()}
     assert 0 < written["400"] < 1.5 * written["100"]      # the 20 new tickets' segment, not a copy of the 400
-    assert re.search(r"400 / 100 tickets: the add takes \d+\.\d\dx the time$", out.strip())
+    assert re.search(r"400 / 100 tickets: the add takes \d+\.\d\dx the time, the delete takes \d+\.\d\dx the time, "
+                     r"the compact takes \d+\.\d\dx the time$", out.strip())
 
 
 # --------------------------------------------------------------------------------------------------- lexical_engines

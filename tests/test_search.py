@@ -9,6 +9,7 @@ from ticketsim.bundle.loader import Scorer
 from ticketsim.channels.sentence import sentence_channel
 from ticketsim.data.tables import QUERY_SCHEMA
 from ticketsim.data.validate import DataError
+from ticketsim.scoring import topk as topk_module
 from ticketsim.scoring.fused import FusedScore
 from ticketsim.scoring.topk import top_k
 from ticketsim.search import vectors as vectors_module
@@ -49,9 +50,11 @@ def ranked(values: np.ndarray, ids: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize(("precision", "torch_from"), [("float32", 0), ("float16", 0), ("float16", 2**40)])
 @pytest.mark.parametrize("lexical_weight", [0.0, 0.3, 5.0])
 @pytest.mark.parametrize("k", [1, 7, 300])
+@pytest.mark.parametrize("prescored_from", [1, topk_module.PRESCORED_FROM])
 def test_the_threshold_algorithm_finds_the_exact_top_k_of_dense_plus_lexical(lexical_weight, k, precision, torch_from,
-                                                                              monkeypatch):
+                                                                              prescored_from, monkeypatch):
     monkeypatch.setattr(vectors_module, "SCAN", 64)     # the scan's blocks merged: 300 tickets in 5 blocks
+    monkeypatch.setattr(topk_module, "PRESCORED_FROM", prescored_from)  # 1: every rescoring through FAISS's float32 first
     monkeypatch.setattr(vectors_module, "TORCH_FROM", torch_from)   # float16 converted by torch, and by numpy
     rng = np.random.default_rng(k)
     index = TicketVectors.of(rng.normal(size=(300, 12)), precision)

@@ -11,9 +11,9 @@ summed in query-word order.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from ticketsim.text.sorted_strings import SortedStrings
 
 ARRAYS = ("indptr", "docs", "tf", "lengths")
+WORDS_CACHED = 1 << 14    # a lexicon's word lookups kept
 
 
 def lucene_idf(df: int, n: int) -> float:
@@ -157,9 +158,12 @@ class Lexicon:
         """The tickets' mean number of tokens (the sum over the count), once per loaded index, not per query."""
         return sum(int(part.lengths.sum()) for part in self.parts) / self.tickets if self.tickets else 1.0
 
-    def found(self, word: str) -> list[tuple[Postings, int, int]]:
-        """(part, its first row, the word's id there) of each part that holds the word."""
-        return [(part, offset, i) for part, offset in zip(self.parts, self.offsets) if (i := part.word_id(word)) is not None]
+    @cached_property
+    def found(self) -> Callable[[str], tuple[tuple[Postings, int, int], ...]]:
+        """word -> (part, its first row, the word's id there) of each part that holds it: a search looks a query's words
+        up for BM25, its ceiling, its warnings and its reasons, so the last WORDS_CACHED are kept."""
+        return lru_cache(maxsize=WORDS_CACHED)(lambda word: tuple(
+            (part, offset, i) for part, offset in zip(self.parts, self.offsets) if (i := part.word_id(word)) is not None))
 
     def df(self, word: str) -> int:
         """The tickets that hold the word (0: none)."""

@@ -8,7 +8,8 @@ m tickets nearest under the dense distance (m > k), score them exactly, and let 
 Every other ticket t has a dense distance of at least the m-th one, so its total is at least its own bound,
 (m-th dense distance) + W_L d_L(t). The tickets whose bound does not exceed T are scored exactly as well (usually none
 or a handful: they share the query's rarest words); every other ticket's total is above T, so it cannot enter the top k,
-not even by a tie. The top k of the two sets is therefore exact, after one scan. Only if rescoring them would cost more
+not even by a tie. The top k of the two sets is therefore exact, after one scan. Many rows to rescore are first
+scored by FAISS in float32, and only those that may reach the top k again in float64 (`prescored`). Only if rescoring them would cost more
 than another scan (more than an eighth of the tickets), or, without L, if the k-th total ties the m-th distance, does m
 double: a deeper dense list raises the bounds.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+import faiss
 import numpy as np
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 FIRST_CANDIDATES = 64   # m of the first scan (at least 4k)
 SLACK = 1e-5            # relative: FAISS sums thousands of float32 terms, the exact rescoring sums in float64
 RESCORE_COST = 8        # exact rescoring in numpy costs about this many times FAISS's scan per ticket (benchmark: 5-7)
+PRESCORED_FROM = 1024   # candidates from which FAISS's float32 distances pick those rescored in float64
 
 
 class Nearest(Protocol):
@@ -58,6 +61,15 @@ def best_of(rows: np.ndarray, totals: np.ndarray, k: int, ids: Ties) -> tuple[np
     return rows[best], totals[best]
 
 
+def prescored(approximate: np.ndarray, k: int) -> np.ndarray:
+    """The rows (a mask) whose exact total may be among the k smallest, from totals whose dense part FAISS summed in
+    float32 (within SLACK of the exact one, relative; the lexical part is exact): the k best approximate totals are
+    exactly at most a = their k-th / (1 - SLACK), so a row whose exact total is at most that has an approximate one of
+    at most a (1 + SLACK); every other row is kept out."""
+    kth = np.partition(approximate, k - 1)[k - 1]
+    return approximate <= kth * (1 + SLACK) / (1 - SLACK)
+
+
 def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScore,
           lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, flat totals) of the k tickets with the smallest flat_total, best first; equal totals in the order of their
@@ -67,8 +79,12 @@ def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScor
     query32 = query.astype(np.float32)[None]
 
     def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        totals = score.flat_totals(index.take(rows), query, None if lexical is None else lexical[rows])
-        return best_of(rows, totals, k, ids)
+        vectors, lexicals = index.take(rows), None if lexical is None else lexical[rows]
+        if len(rows) >= max(PRESCORED_FROM, 4 * k):     # FAISS's float32 totals first; float64 for those that may reach the top k
+            near = prescored(score.flat_total(faiss.pairwise_distances(query32, np.ascontiguousarray(vectors, np.float32),
+                                                                       faiss.METRIC_L1)[0], lexicals), k)
+            rows, vectors, lexicals = rows[near], vectors[near], None if lexicals is None else lexicals[near]
+        return best_of(rows, score.flat_totals(vectors, query, lexicals), k, ids)
 
     m = min(n, max(4 * k, FIRST_CANDIDATES))
     while True:

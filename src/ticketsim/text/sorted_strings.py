@@ -54,4 +54,5 @@ class SortedStrings:
     @classmethod
     def load(cls, path: Path) -> SortedStrings:
         blob, offsets = cls.files(path)
-        return cls(np.load(blob, mmap_mode="r"), np.load(offsets, mmap_mode="r"))
+        # plain views of the mappings: numpy's memmap subclass costs microseconds per probe's slice
+        return cls(*(np.load(path, mmap_mode="r").view(np.ndarray) for path in (blob, offsets)))

@@ -1,0 +1,85 @@
+"""The index's writes at each of --sizes, side by side in one run: a bundle's index tiled by the index's own writer to
+each size (benchmarks.common.tile: one segment, as a build writes it), then at each size, each a new process (wall and
+CPU): `ticketsim index add` of --add new tickets (load, encode, write), `ticketsim index delete` of --delete tickets
+drawn at random from the whole index (each segment that holds one rewritten without it) and `ticketsim index compact`
+(every segment joined into one); the bytes the add wrote (hard links excluded) and the segments after it; the last
+lines, the largest size's time over the smallest's for each write.
+
+    python -m benchmarks.index_writes [--model models/default/bundle --index models/default/index | --tiny AL|SL]
+                                      [--sizes 1000 100000 1000000] [--add 1000] [--delete 1000] [--measure 200]
+
+--tiny builds a tiny bundle here (benchmarks.search_scale's) and tiles the index of --measure tickets it builds instead
+of --index; the output says so on the same line as the figures.
+"""
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import cold, load_average, table, tile
+from benchmarks.search_scale import CLI, build_seconds, index_add, tiny_bundle
+from ticketsim.config import GraphConfig
+from ticketsim.search.index import TicketIndex
+
+WRITES = ("add", "delete", "compact")
+
+
+def new_bytes(folder: Path) -> int:
+    """Bytes of the generation in force's files that no other generation links (what the add wrote)."""
+    generation = TicketIndex.load(folder).generation
+    return sum(p.stat().st_size for p in generation.rglob("*") if p.is_file() and p.stat().st_nlink == 1)
+
+
+def writes(bundle: Path, folder: Path, args: argparse.Namespace, scratch: Path, rng: np.random.Generator) -> tuple[list, dict]:
+    """(the table's cells, write -> seconds) of the three writes into the index at `folder`."""
+    added = index_add(bundle, folder, args.add, scratch)
+    written, segments = new_bytes(folder), len(TicketIndex.load(folder).segments)
+    ids = TicketIndex.load(folder).table["ticket_id"].to_numpy(zero_copy_only=False)
+    (scratch / "gone.txt").write_text("\n".join(rng.choice(ids, min(args.delete, len(ids) - 1), replace=False)) + "\n")
+    deleted = cold([*CLI, "index", "delete", "--index", str(folder), str(scratch / "gone.txt")])
+    compacted = cold([*CLI, "index", "compact", "--index", str(folder)])
+    done = dict(zip(WRITES, (added, deleted, compacted)))
+    for write, run in done.items():
+        if run.code:
+            raise SystemExit(f"index {write} into {len(ids):,} failed (exit {run.code}): {run.output[-2000:]}")
+    return ([*(f"{run.seconds:.1f}" for run in done.values()), f"{added.cpu:.1f}",
+             f"{written / 1e3:,.0f}", segments], {write: run.seconds for write, run in done.items()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=Path("models/default/bundle"))
+    parser.add_argument("--index", type=Path, default=Path("models/default/index"), help="built with --model: it is tiled")
+    parser.add_argument("--tiny", choices=("AL", "SL"), help="build a tiny bundle of this configuration instead of --model")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000, 1_000_000])
+    parser.add_argument("--add", type=int, default=1000, help="new tickets given to `ticketsim index add`")
+    parser.add_argument("--delete", type=int, default=1000, help="tickets given to `ticketsim index delete`")
+    parser.add_argument("--measure", type=int, default=200, help="--tiny: generated tickets of the index tiled")
+    args = parser.parse_args()
+    before, rng = load_average(), np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="index-writes-") as scratch:
+        scratch = Path(scratch)
+        bundle = tiny_bundle(args.tiny, scratch / "tiny") if args.tiny else args.model
+        if args.tiny:
+            build_seconds(bundle, args.measure, scratch / "measured")
+        source = scratch / "measured" if args.tiny else args.index
+        rows, seconds = [], {}
+        for n in sorted(args.sizes):
+            folder = scratch / f"tiled-{n}"
+            tile(source, n, folder, np.random.default_rng(0), GraphConfig(tickets=0))
+            cells, seconds[n] = writes(bundle, folder, args, scratch, rng)
+            rows.append((f"{n:,}", *cells))
+            print(f"{n:,}: " + ", ".join(f"{w} {s:.1f} s" for w, s in seconds[n].items()), flush=True)
+    print(f"\n{bundle} ({'a tiny ' + args.tiny + ' bundle built here' if args.tiny else 'given'}); each write a new "
+          f"process; add {args.add:,} new tickets, delete {args.delete:,} drawn from the index; load average before: "
+          f"{before}, after: {load_average()}\n")
+    print(table(("tickets before", "add s", "delete s", "compact s", "add CPU s", "add KB written", "segments after add"), rows))
+    largest, smallest = seconds[max(seconds)], seconds[min(seconds)]
+    print(f"\n{max(seconds):,} / {min(seconds):,} tickets: " + ", ".join(
+        f"the {write} takes {largest[write] / smallest[write]:.2f}x the time" for write in WRITES)
+        + (" (a tiny bundle)" if args.tiny else ""))
+
+
+if __name__ == "__main__":
+    main()
