@@ -1,9 +1,10 @@
 """The index's writes at each of --sizes, side by side in one run: a bundle's index tiled by the index's own writer to
-each size (benchmarks.common.tile: one segment, as a build writes it), then at each size, each a new process (wall and
-CPU): `ticketsim index add` of --add new tickets (load, encode, write), `ticketsim index delete` of --delete tickets
-drawn at random from the whole index (each segment that holds one rewritten without it) and `ticketsim index compact`
-(every segment joined into one); the bytes the add wrote (hard links excluded) and the segments after it; the last
-lines, the largest size's time over the smallest's for each write.
+each size (benchmarks.common.tile: one segment, as a build writes it), then at each size: --add tickets encoded already
+(copies of its own) appended in this process, the add's write alone; then, each a new process (wall and CPU),
+`ticketsim index add` of --add new tickets (load, encode, write), `ticketsim index delete` of --delete tickets drawn at
+random from the whole index (each segment that holds one rewritten without it) and `ticketsim index compact` (every
+segment joined into one); the bytes the add wrote (hard links excluded) and the segments after it; the last line, the
+largest size's time over the smallest's for each write.
 
     python -m benchmarks.index_writes [--model models/default/bundle --index models/default/index | --tiny AL|SL]
                                       [--sizes 1000 100000 1000000] [--add 1000] [--delete 1000] [--measure 200]
@@ -13,16 +14,18 @@ of --index; the output says so on the same line as the figures.
 """
 import argparse
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
-from benchmarks.common import cold, load_average, table, tile
+from benchmarks.common import cold, copies, load_average, table, tile
 from benchmarks.search_scale import CLI, build_seconds, index_add, tiny_bundle
 from ticketsim.config import GraphConfig
-from ticketsim.search.index import TicketIndex
+from ticketsim.search.index import Encoded, TicketIndex, append
 
-WRITES = ("add", "delete", "compact")
+WRITES = ("add", "delete", "compact")     # the commands; "append" is the add's write alone
 
 
 def new_bytes(folder: Path) -> int:
@@ -32,7 +35,13 @@ def new_bytes(folder: Path) -> int:
 
 
 def writes(bundle: Path, folder: Path, args: argparse.Namespace, scratch: Path, rng: np.random.Generator) -> tuple[list, dict]:
-    """(the table's cells, write -> seconds) of the three writes into the index at `folder`."""
+    """(the table's cells, write -> seconds) of the writes into the index at `folder`: first --add tickets encoded
+    already (copies of the index's own) appended in this process, the write alone, then the three commands."""
+    index = TicketIndex.load(folder)
+    started = time.perf_counter()
+    again = copies(index, np.arange(args.add), 0.0, rng)
+    append(folder, index.model_hash, Encoded(again.vectors, again.frame.with_columns(ticket_id="APPENDED-" + pl.col("ticket_id"))))
+    appended = time.perf_counter() - started
     added = index_add(bundle, folder, args.add, scratch)
     written, segments = new_bytes(folder), len(TicketIndex.load(folder).segments)
     ids = TicketIndex.load(folder).table["ticket_id"].to_numpy(zero_copy_only=False)
@@ -43,8 +52,8 @@ def writes(bundle: Path, folder: Path, args: argparse.Namespace, scratch: Path, 
     for write, run in done.items():
         if run.code:
             raise SystemExit(f"index {write} into {len(ids):,} failed (exit {run.code}): {run.output[-2000:]}")
-    return ([*(f"{run.seconds:.1f}" for run in done.values()), f"{added.cpu:.1f}",
-             f"{written / 1e3:,.0f}", segments], {write: run.seconds for write, run in done.items()})
+    return ([f"{appended:.1f}", *(f"{run.seconds:.1f}" for run in done.values()), f"{added.cpu:.1f}", f"{written / 1e3:,.0f}",
+             segments], {"append": appended, **{write: run.seconds for write, run in done.items()}})
 
 
 def main() -> None:
@@ -74,10 +83,11 @@ def main() -> None:
     print(f"\n{bundle} ({'a tiny ' + args.tiny + ' bundle built here' if args.tiny else 'given'}); each write a new "
           f"process; add {args.add:,} new tickets, delete {args.delete:,} drawn from the index; load average before: "
           f"{before}, after: {load_average()}\n")
-    print(table(("tickets before", "add s", "delete s", "compact s", "add CPU s", "add KB written", "segments after add"), rows))
+    print(table(("tickets before", "append s", "add s", "delete s", "compact s", "add CPU s", "add KB written",
+                 "segments after add"), rows))
     largest, smallest = seconds[max(seconds)], seconds[min(seconds)]
     print(f"\n{max(seconds):,} / {min(seconds):,} tickets: " + ", ".join(
-        f"the {write} takes {largest[write] / smallest[write]:.2f}x the time" for write in WRITES)
+        f"the {write} takes {largest[write] / smallest[write]:.2f}x the time" for write in ("append", *WRITES))
         + (" (a tiny bundle)" if args.tiny else ""))
 
 
