@@ -132,7 +132,8 @@ class Postings:
 
     @classmethod
     def load(cls, folder: Path, k1: float, b: float) -> Postings:
-        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
+        # plain views of the mappings: numpy's memmap subclass costs microseconds per word's slice
+        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray) for name in ARRAYS}
         return cls(SortedStrings.load(folder / "vocabulary"), **arrays, k1=k1, b=b)
 
 
@@ -154,9 +155,13 @@ class Lexicon:
         return tuple(np.cumsum([0, *(part.tickets for part in self.parts)])[:-1].tolist())
 
     @cached_property
-    def average_length(self) -> float:
-        """The tickets' mean number of tokens (the sum over the count), once per loaded index, not per query."""
-        return sum(int(part.lengths.sum()) for part in self.parts) / self.tickets if self.tickets else 1.0
+    def tokens(self) -> int:
+        """The tickets' tokens in all, once per loaded index, not per query."""
+        return sum(int(part.lengths.sum()) for part in self.parts)
+
+    def counts(self, words: Sequence[str]) -> Counts:
+        """What BM25 of these words reads of these tickets (Counts.summed over shards gives a whole's)."""
+        return Counts(self.tickets, self.tokens, {word: self.df(word) for word in set(words)})
 
     @cached_property
     def found(self) -> Callable[[str], tuple[tuple[Postings, int, int], ...]]:
@@ -173,24 +178,51 @@ class Lexicon:
     def idf(self) -> Idf:
         return Idf(self)
 
-    def bm25(self, words: Sequence[str]) -> np.ndarray:
-        """(tickets,) float32: BM25 of a query's words (repeats count, unknown words add nothing) against every ticket."""
-        scores, average = np.zeros(self.tickets, np.float32), self.average_length
+    def bm25(self, words: Sequence[str], counts: Counts | None = None) -> np.ndarray:
+        """(tickets,) float32: BM25 of a query's words (repeats count, unknown words add nothing) against every ticket;
+        counts: the idf and mean length of a larger whole these tickets are a shard of (None: these tickets')."""
+        scores, counts = np.zeros(self.tickets, np.float32), self.counts(words) if counts is None else counts
         for word in words:
             found = self.found(word)
             if found:
-                idf = np.float32(lucene_idf(sum(part.df(i) for part, _, i in found), self.tickets))
+                idf = np.float32(counts.idf(word))
                 for part, offset, word_id in found:
-                    part.add_scores(scores[offset:offset + part.tickets], word_id, idf, average)
+                    part.add_scores(scores[offset:offset + part.tickets], word_id, idf, counts.average_length)
         return scores
 
-    def ceiling(self, words: Sequence[str]) -> float:
+    def ceiling(self, words: Sequence[str], counts: Counts | None = None) -> float:
         """The sum of a query's words' idf (repeats count twice, unknown words nothing): no ticket's BM25 reaches it."""
-        return sum(self.idf.get(word, 0.0) for word in words)
+        counts = self.counts(words) if counts is None else counts
+        return sum(counts.idf(word) for word in words)
 
-    def distances(self, words: Sequence[str]) -> np.ndarray:
-        """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical)."""
-        return distances(self.bm25(words)[None], np.array([self.ceiling(words)]))[0]
+    def distances(self, words: Sequence[str], counts: Counts | None = None) -> np.ndarray:
+        """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical); counts as bm25's."""
+        counts = self.counts(words) if counts is None else counts
+        return distances(self.bm25(words, counts)[None], np.array([self.ceiling(words, counts)]))[0]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What BM25 of a query reads of a collection: its tickets, their tokens in all, and each query word's document
+    frequency. Counts add up, so shards summed give the idf and mean length of the whole they split."""
+
+    tickets: int
+    tokens: int
+    df: Mapping[str, int]
+
+    @property
+    def average_length(self) -> float:
+        return self.tokens / self.tickets if self.tickets else 1.0
+
+    def idf(self, word: str) -> float:
+        """Lucene's idf of the word (0 where no ticket holds it: it adds nothing)."""
+        return lucene_idf(self.df[word], self.tickets) if self.df.get(word) else 0.0
+
+    @classmethod
+    def summed(cls, parts: Sequence[Counts]) -> Counts:
+        words = set().union(*(part.df for part in parts))
+        return cls(sum(p.tickets for p in parts), sum(p.tokens for p in parts),
+                   {word: sum(p.df.get(word, 0) for p in parts) for word in words})
 
 
 def distances(bm25: np.ndarray, ceilings: np.ndarray) -> np.ndarray:
