@@ -1,10 +1,10 @@
 """The index's writes at each of --sizes, side by side in one run: a bundle's index tiled by the index's own writer to
 each size (benchmarks.common.tile: one segment, as a build writes it), then at each size: --add tickets encoded already
 (copies of its own) appended in this process, the add's write alone; then, each a new process (wall and CPU),
-`ticketsim index add` of --add new tickets (load, encode, write), `ticketsim index delete` of --delete tickets drawn at
-random from the whole index (each segment that holds one rewritten without it) and `ticketsim index compact` (every
-segment joined into one); the bytes the add wrote (hard links excluded) and the segments after it; the last line, the
-largest size's time over the smallest's for each write.
+`ticketsim index add` of --add new tickets (load, encode, write), `ticketsim index compact` (the base and the added
+segments joined into one) and `ticketsim index delete` of --delete tickets drawn at random from the whole index (the
+segment that holds them rewritten without them); the bytes the add wrote (hard links excluded) and the segments after
+it; the last line, the largest size's time over the smallest's for each write.
 
     python -m benchmarks.index_writes [--model models/default/bundle --index models/default/index | --tiny AL|SL]
                                       [--sizes 1000 100000 1000000] [--add 1000] [--delete 1000] [--measure 200]
@@ -25,7 +25,7 @@ from benchmarks.search_scale import CLI, build_seconds, index_add, tiny_bundle
 from ticketsim.config import GraphConfig
 from ticketsim.search.index import Encoded, TicketIndex, append
 
-WRITES = ("add", "delete", "compact")     # the commands; "append" is the add's write alone
+WRITES = ("add", "compact", "delete")     # the commands, in their order; "append" is the add's write alone
 
 
 def new_bytes(folder: Path) -> int:
@@ -44,11 +44,11 @@ def writes(bundle: Path, folder: Path, args: argparse.Namespace, scratch: Path, 
     appended = time.perf_counter() - started
     added = index_add(bundle, folder, args.add, scratch)
     written, segments = new_bytes(folder), len(TicketIndex.load(folder).segments)
+    compacted = cold([*CLI, "index", "compact", "--index", str(folder)])   # the base and the small segments: one
     ids = TicketIndex.load(folder).table["ticket_id"].to_numpy(zero_copy_only=False)
     (scratch / "gone.txt").write_text("\n".join(rng.choice(ids, min(args.delete, len(ids) - 1), replace=False)) + "\n")
     deleted = cold([*CLI, "index", "delete", "--index", str(folder), str(scratch / "gone.txt")])
-    compacted = cold([*CLI, "index", "compact", "--index", str(folder)])
-    done = dict(zip(WRITES, (added, deleted, compacted)))
+    done = dict(zip(WRITES, (added, compacted, deleted)))
     for write, run in done.items():
         if run.code:
             raise SystemExit(f"index {write} into {len(ids):,} failed (exit {run.code}): {run.output[-2000:]}")
@@ -83,7 +83,7 @@ def main() -> None:
     print(f"\n{bundle} ({'a tiny ' + args.tiny + ' bundle built here' if args.tiny else 'given'}); each write a new "
           f"process; add {args.add:,} new tickets, delete {args.delete:,} drawn from the index; load average before: "
           f"{before}, after: {load_average()}\n")
-    print(table(("tickets before", "append s", "add s", "delete s", "compact s", "add CPU s", "add KB written",
+    print(table(("tickets before", "append s", "add s", "compact s", "delete s", "add CPU s", "add KB written",
                  "segments after add"), rows))
     largest, smallest = seconds[max(seconds)], seconds[min(seconds)]
     print(f"\n{max(seconds):,} / {min(seconds):,} tickets: " + ", ".join(

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from benchmarks import approximate, encoding, index_writes, ingest, lexical_engines, pipeline_time, search_scale
+from benchmarks import approximate, encoding, index_writes, ingest, lexical_engines, pipeline_time, search_scale, shards
 from benchmarks.common import REPO, alternate, end_user_queries, make_bundle, page_load, percentiles, tile, tiny_encoder
 
 from ticketsim.bundle.loader import Scorer
@@ -87,7 +87,22 @@ def test_the_writes_benchmark_adds_only_a_segment_deletes_and_compacts_at_each_s
     written = {n: int(r[5].replace(",", "")) for n, r in rows.items()}
     assert 0 < written["400"] < 1.5 * written["100"]      # the new tickets' segment, not a copy of the 400
     ratio = r"takes \d+\.\d\dx the time"
-    assert re.search(rf"400 / 100 tickets: the append {ratio}, the add {ratio}, the delete {ratio}, the compact {ratio}$", out.strip())
+    assert re.search(rf"400 / 100 tickets: the append {ratio}, the add {ratio}, the compact {ratio}, the delete {ratio}$", out.strip())
+
+
+# ------------------------------------------------------------------------------------------------------------ shards
+def test_the_shards_benchmark_sets_the_shards_beside_the_whole_index_and_their_top_10s_equal_its(search_parts, tmp_path,
+                                                                                               monkeypatch, capsys):
+    bundle = make_bundle(tmp_path / "bundle", search_parts, "FL")     # with BM25: the shards read the summed counts
+    build_index(Scorer.load(bundle), model_hash(bundle), search_parts.corpus.tickets, tmp_path / "index")
+    monkeypatch.setattr(sys, "argv", ["shards", "--model", str(bundle), "--index", str(tmp_path / "index"), "--shards", "3",
+                                      "--queries", "6"])
+    shards.main()
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in out.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in ("the whole index", "3 shards, here")}
+    assert set(rows) == {"the whole index", "3 shards, here"} and all(r[2] == "6 of 6" for r in rows.values())
+    assert "80 tickets in 3 shards" in out and re.search(r"3 shards, here: \d+\.\d\dx the whole index's p50$", out.strip())
 
 
 # --------------------------------------------------------------------------------------------------- lexical_engines
