@@ -141,6 +141,12 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
         "on a tiny bundle",
     "python -m benchmarks.lexical_engines --tickets 100000 --queries 50 --add 1000":
         "a benchmark (minutes: bm25s indexes 100,000 tickets twice), not a test; tests/test_benchmarks.py runs it on 300",
+    "python -m benchmarks.shards --model models/default/bundle --index models/default/index --shards 2 --ray":
+        "a benchmark (a local Ray cluster started), not a test; tests/test_benchmarks.py runs it without Ray on three shards "
+        "and tests/test_shards.py the shards on two Ray actors",
+    "python -m benchmarks.index_writes --sizes 1000 100000 1000000":
+        "a benchmark (the registered index tiled to a million tickets), not a test; tests/test_benchmarks.py runs it on 100 "
+        "and 400",
     "python -m benchmarks.ingest --tickets 100000 --add 1000":
         "a benchmark (about 45 minutes at the goal's size), not a test; tests/test_benchmarks.py runs it on a tiny bundle",
     "ticketsim select --dataset default --variants 22 22+S+L best --baselines --out selection.json":

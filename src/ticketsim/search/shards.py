@@ -43,7 +43,7 @@ class Shard:
     def counts(self, words: Sequence[str]) -> Counts:
         return self.index.postings.counts(words)
 
-    def top_k(self, flat: np.ndarray, words: Sequence[str], k: int, counts: Counts) -> tuple[np.ndarray, np.ndarray]:
+    def top_k(self, flat: np.ndarray, words: Sequence[str], k: int, counts: Counts | None) -> tuple[np.ndarray, np.ndarray]:
         """(ticket ids, flat totals) of this shard's k best for one query, BM25 by the whole's `counts`."""
         index = self.index
         lexical = index.postings.distances(words, counts) if index.score.lexical_weight else None
@@ -79,7 +79,8 @@ class Shards:
         tokens, flat = self.queries.encode(queries, self.score)
         found = []
         for words, vector in zip(component_tokens(tokens, QUERY_LEVEL), flat):
-            lists = self.each("top_k", vector, words, k, self.counts(words))
+            counts = self.counts(words) if self.score.lexical_weight else None     # no L: one round
+            lists = self.each("top_k", vector, words, k, counts)
             ids, totals = np.concatenate([i for i, _ in lists]), np.concatenate([t for _, t in lists])
             best = np.lexsort((ids, totals))[:k]
             found.append((ids[best], totals[best]))
