@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import cold, copies, load_average, table, tile
-from benchmarks.search_scale import CLI, build_seconds, index_add, tiny_bundle
+from benchmarks.search_scale import CLI, build_seconds, index_add, index_arguments, tiny_bundle
 from ticketsim.config import GraphConfig
 from ticketsim.search.index import Encoded, TicketIndex, append
 
@@ -57,10 +57,7 @@ def writes(bundle: Path, folder: Path, args: argparse.Namespace, scratch: Path, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=Path("models/default/bundle"))
-    parser.add_argument("--index", type=Path, default=Path("models/default/index"), help="built with --model: it is tiled")
-    parser.add_argument("--tiny", choices=("AL", "SL"), help="build a tiny bundle of this configuration instead of --model")
+    parser = index_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000, 1_000_000])
     parser.add_argument("--add", type=int, default=1000, help="new tickets given to `ticketsim index add`")
     parser.add_argument("--delete", type=int, default=1000, help="tickets given to `ticketsim index delete`")

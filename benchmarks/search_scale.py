@@ -120,11 +120,17 @@ def index_add(bundle: Path, index: Path, n: int, scratch: Path):
     return cold([*CLI, "index", "add", str(scratch / "new.csv"), "--model", str(bundle), "--index", str(index)])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def index_arguments(description: str) -> argparse.ArgumentParser:
+    """A parser with the arguments of the index a scale benchmark tiles: --model and --index, or --tiny."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", type=Path, default=Path("models/default/bundle"))
     parser.add_argument("--index", type=Path, default=Path("models/default/index"), help="built with --model: it is tiled")
     parser.add_argument("--tiny", choices=("AL", "SL"), help="build a tiny bundle of this configuration instead of --model")
+    return parser
+
+
+def main() -> None:
+    parser = index_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="cold searches per size, in turns (the fastest counts)")
     parser.add_argument("--queries", type=int, default=50, help="single searches timed per size in one process")
