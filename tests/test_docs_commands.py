@@ -144,6 +144,8 @@ COMMANDS = {   # command as shown (continuation lines joined, trailing comment d
     "python -m benchmarks.shards --model models/default/bundle --index models/default/index --shards 2 --ray":
         "a benchmark (a local Ray cluster started), not a test; tests/test_benchmarks.py runs it without Ray on three shards "
         "and tests/test_shards.py the shards on two Ray actors",
+    "python -m benchmarks.search_scale --sizes 100000 1000000 --repeat 1 --requests 400 --add 0":
+        "a benchmark (the registered index tiled to a million, its graph built), not a test; " + SEARCH_SCALE,
     "python -m benchmarks.index_writes --sizes 1000 100000 1000000":
         "a benchmark (the registered index tiled to a million tickets), not a test; tests/test_benchmarks.py runs it on 100 "
         "and 400",
