@@ -94,6 +94,8 @@ class Postings:
         gives the kept tickets' documents, array for array (a word no kept ticket holds leaves the vocabulary). Each
         part's postings are placed, not sorted: they are in word order, and a word's rows ascend part after part. No
         document is read, so a merge of a million tickets costs their postings' arrays, not their tokens."""
+        if len(parts) == 1 and parts[0][1] is None:     # one part kept whole (a build's, an add's own): already so
+            return parts[0][0]
         words = sorted(set().union(*(part.vocabulary.strings() for part, _ in parts)))
         position, counts, pieces, lengths = {word: i for i, word in enumerate(words)}, np.zeros(len(words), np.int64), [], []
         for part, keep in parts:

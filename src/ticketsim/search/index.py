@@ -472,7 +472,7 @@ def build_index(scorer: Scorer, bundle_hash: str, tickets: pl.DataFrame, out: st
     manifest = generation_manifest_of(bundle_hash, score, topic_scale, scorer.bm25, coherence, words, graph)
     with next_generation(out, needs(None, tickets, vectors.size * np.dtype(precision).itemsize)) as (_, scratch):
         refuse_existing(out, force)     # again under the lock: another writer may have built it meanwhile
-        write_generation(scratch, manifest, (), [Source.new(new, scorer.bm25)], cooccurrence(words, new.documents())[0], precision)
+        write_generation(scratch, manifest, (), [Source.new(new, scorer.bm25)], cooccurrence(words, new.documents)[0], precision)
     return TicketIndex.load(out)
 
 
@@ -526,7 +526,7 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
     the newest small segments it joins (segments.joined_tail); the index after. graph: the graph settings from this
     generation on (None: those in force). upsert: a ticket whose id the index holds replaces it (else refused): the
     segments that hold them rewritten without them, as a delete does (write_without)."""
-    documents, loaded = new.documents(), TicketIndex.load(directory)
+    loaded = TicketIndex.load(directory)
     with next_generation(directory, needs(loaded, new.frame, rewritten=loaded.joined_bytes(len(new.vectors)))) as (_, scratch):
         index = TicketIndex.load(directory)     # the generation in force now: another writer may have added
         index.check(bundle_hash, "the bundle", directory)
@@ -536,7 +536,7 @@ def append(directory: str | Path, bundle_hash: str, new: Encoded, origins: Seque
         if replaced or set(new.frame.columns) - set(index.table.column_names):     # a facet the table lacks: rewritten
             write_without(scratch, index, replaced, new)
         else:
-            counts = index.cooccurrence + cooccurrence(index.topic_words, documents)[0]
+            counts = index.cooccurrence + cooccurrence(index.topic_words, new.documents)[0]
             manifest = {**index.generation_manifest(), **({"graph": asdict(graph)} if graph else {})}
             kept, tail = index.joining(len(new.vectors))
             write_generation(scratch, manifest, kept, [*map(Source.of, tail), Source.new(new, index.bm25)], counts,
@@ -588,9 +588,10 @@ def write_without(scratch: Path, index: TicketIndex, dropped: set[str], new: Enc
     every = every or (new is not None and bool(set(new.frame.columns) - set(index.table.column_names)))
     touched = [s for s in index.segments if every or any(s.row_of(t) is not None for t in dropped)]
     gone = np.sort(np.array([row for row in map(index.row_of, dropped) if row is not None], np.int64))
-    counts = index.cooccurrence - cooccurrence(index.topic_words, ticket_documents(pl.from_arrow(index.table.take(gone))))[0]
+    gone_tokens = pl.from_arrow(index.table.select(["tokens"]).take(gone))     # the dropped tickets' tokens alone
+    counts = index.cooccurrence - cooccurrence(index.topic_words, ticket_documents(gone_tokens))[0]
     if new is not None:
-        counts += cooccurrence(index.topic_words, new.documents())[0]
+        counts += cooccurrence(index.topic_words, new.documents)[0]
     write_generation(scratch, index.generation_manifest(), [s for s in index.segments if s not in touched],
                      [*(Source.of(s, dropped) for s in touched), *([] if new is None else [Source.new(new, index.bm25)])],
                      counts, index.vectors.precision)

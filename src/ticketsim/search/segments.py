@@ -53,7 +53,9 @@ class Encoded:
     vectors: np.ndarray
     frame: pl.DataFrame
 
+    @cached_property
     def documents(self) -> list[list[str]]:
+        """Channel L's documents of these tickets, once: their postings and their topic counts both read them."""
         return ticket_documents(self.frame)
 
     @classmethod
@@ -145,7 +147,7 @@ class Source:
 
     @classmethod
     def new(cls, tickets: Encoded, bm25: BM25Config) -> Source:
-        return cls(tickets.vectors, tickets.frame.to_arrow(), Postings.build(tickets.documents(), bm25.k1, bm25.b))
+        return cls(tickets.vectors, tickets.frame.to_arrow(), Postings.build(tickets.documents, bm25.k1, bm25.b))
 
     def __len__(self) -> int:
         return self.table.num_rows if self.keep is None else len(self.keep)
