@@ -2,9 +2,10 @@
 --sizes (benchmarks.common.tile: more tickets of the same kinds, every file real at full size), then at each size a cold
 `ticketsim search` (a new process: wall, CPU, peak RSS; the sizes in turns, the fastest of --repeat kept), exact top 10
 one query at a time in one process (p50, p95; exact below --graph-from tickets, through the index's graph from there on:
-benchmarks.approximate compares the two), the index's bytes per ticket on disk, the search page (`ticketsim serve`
-on --workers gunicorn workers: seconds until it answers; requests/s, p50, p95 and errors under --clients concurrent
-clients; the largest worker's RSS and the PSS of all its processes), and `ticketsim index add` of --add new tickets
+benchmarks.approximate compares the two), the top 10 with BM25 of every ticket beside the pruned BM25 the search runs,
+the index's bytes per ticket on disk, the search page (`ticketsim serve` on --workers gunicorn workers: seconds until it
+answers; requests/s, p50, p95 and errors under --clients concurrent clients; the largest worker's RSS and the PSS of all
+its processes), and `ticketsim index add` of --add new tickets
 into the largest index, as a new process.
 
     python -m benchmarks.search_scale [--model models/default/bundle --index models/default/index | --tiny AL|SL]
@@ -45,8 +46,11 @@ from benchmarks.common import (
     train_parts,
 )
 from ticketsim.bundle.loader import Scorer
+from ticketsim.channels.cache import component_tokens
+from ticketsim.channels.lexical import QUERY_LEVEL
 from ticketsim.config import IndexConfig, SyntheticConfig, load_params
 from ticketsim.data.synthetic import generate
+from ticketsim.scoring.topk import top_k
 from ticketsim.search.index import TicketIndex, build_index, model_hash
 from ticketsim.search.queries import export_queries, query_encoder
 from ticketsim.search.searcher import Searcher
@@ -84,6 +88,25 @@ def cold_search(bundle: Path, index: Path):
 def warm_seconds(bundle: Path, index: Path, queries: list[dict[str, str]]) -> list[float]:
     """Seconds of each query's top 10, one at a time, in one process that loaded the index once (common.searched_one_by_one)."""
     return searched_one_by_one(Searcher(query_encoder(bundle), TicketIndex.load(index), bundle), queries)[1]
+
+
+def lexical_seconds(bundle: Path, index: Path, queries: list[dict[str, str]]) -> dict[str, list[float]]:
+    """Seconds of each query's top 10 (its encoding aside) with BM25 of every ticket (`every`: Lexicon.distances) and
+    with the pruned BM25 the search runs (`pruned`: Lexicon.query), in turns; the same rows and totals, checked."""
+    searcher = Searcher(query_encoder(bundle), TicketIndex.load(index), bundle)
+    index, score = searcher.index, searcher.index.score
+    frame = pl.DataFrame([{"query_id": str(i), **query} for i, query in enumerate(queries)])
+    tokens, flat = searcher.queries.encode(frame, score)
+    seconds = {"every": [], "pruned": []}
+    for words, vector in zip(component_tokens(tokens, QUERY_LEVEL), flat):
+        found = {}
+        for way, lexical in (("every", index.postings.distances), ("pruned", index.postings.query)) * 2:
+            started = time.perf_counter()
+            found[way] = top_k(index.vectors, vector, 10, index.ids_at, score, lexical(words))
+            seconds[way].append(time.perf_counter() - started)     # the second of each pair counts (warm)
+        if not all(np.array_equal(a, b) for a, b in zip(found["every"], found["pruned"])):
+            raise SystemExit(f"{index.folder}: the pruned BM25's top 10 differs from every ticket's for {words}")
+    return {way: times[1::2] for way, times in seconds.items()}
 
 
 def disk_bytes(index: Path) -> dict[str, int]:
@@ -160,6 +183,8 @@ def main() -> None:
         fastest = {n: min(runs, key=lambda run: run.seconds) for n, runs in searches.items()}
         queries = end_user_queries(args.queries)
         warm = {n: percentiles(warm_seconds(bundle, folder, queries)) for n, folder in folders.items()}
+        lexical = {n: {way: percentiles(times) for way, times in lexical_seconds(bundle, folder, queries).items()}
+                   for n, folder in folders.items()}
         disk = {n: disk_bytes(folder) for n, folder in folders.items()}
         pages = {n: page(bundle, folder, args, scratch / f"page-{n}.log") for n, folder in folders.items()} if args.requests else {}
         largest = max(folders)
@@ -175,6 +200,11 @@ def main() -> None:
                 [(f"{n:,}", searched[n], f"{tiled[n]:.1f}", f"{per_ticket * n:,.0f}", f"{sum(disk[n].values()) / 1e6:,.1f}",
                   f"{sum(disk[n].values()) / n:,.0f}", f"{fastest[n].seconds:.2f}", f"{fastest[n].cpu:.2f}",
                   f"{fastest[n].peak_rss / 1e6:,.0f}", f"{warm[n][0] * 1000:.1f}", f"{warm[n][1] * 1000:.1f}") for n in folders]))
+    print("\ntop 10 without the query's encoding, BM25 of every ticket beside the pruned BM25 the search runs (the same "
+          "top 10s, checked)\n")
+    print(table(("tickets", "every ticket p50 ms", "p95 ms", "pruned p50 ms", "p95 ms", "p50 ratio"),
+                [(f"{n:,}", *(f"{lexical[n][way][i] * 1000:.1f}" for way in ("every", "pruned") for i in (0, 1)),
+                  f"{lexical[n]['pruned'][0] / lexical[n]['every'][0]:.2f}x") for n in folders]))
     smallest = min(folders)
     print(f"\n{largest:,} / {smallest:,} tickets: cold search {fastest[largest].seconds / fastest[smallest].seconds:.2f}x the "
           f"time, {fastest[largest].peak_rss / fastest[smallest].peak_rss:.2f}x the peak RSS\n")

@@ -55,6 +55,8 @@ def test_an_index_tiled_by_its_writer_holds_its_tickets_again_under_new_ids_near
     assert search_scale.disk_bytes(tmp_path / "tiled")["vectors.npy"] >= 200 * tiled.vectors.d * np.dtype(tiled.vectors.precision).itemsize
     seconds = search_scale.warm_seconds(bundle, tmp_path / "tiled", end_user_queries(3))
     assert len(seconds) == 3 and min(seconds) > 0
+    lexical = search_scale.lexical_seconds(bundle, tmp_path / "tiled", end_user_queries(3))    # stops if top 10s differ
+    assert {way: len(times) for way, times in lexical.items()} == {"every": 3, "pruned": 3}
 
 
 # ------------------------------------------------------------------------------------------------------- approximate

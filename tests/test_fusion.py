@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 import torch
 
-from ticketsim.channels.bm25 import Postings
+from ticketsim.channels.bm25 import Lexicon, Postings
 from ticketsim.channels.cache import ChannelVectors
 from ticketsim.channels.lexical import lexical_scores
 from ticketsim.config import TrainConfig, VariantConfig
@@ -70,6 +70,34 @@ def test_postings_joined_without_some_rows_are_those_built_from_the_rows_kept():
     for name in ("indptr", "docs", "tf", "lengths"):
         assert getattr(joined, name).dtype == getattr(built, name).dtype
         assert np.array_equal(getattr(joined, name), getattr(built, name)), name
+
+
+def test_a_querys_distances_by_row_and_by_bound_are_those_of_every_ticket_bit_for_bit(monkeypatch):
+    """QueryDistances reads BM25 of some rows (`at`) or of the tickets that may reach a bound (`within`, MaxScore) over
+    three segments: each value bit for bit the whole array's, and `within` holds every ticket at or below its bound and
+    none far above it, without reading the postings of the common words for every ticket."""
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(300)]
+    weights = 1 / np.arange(1, 301) ** 1.1      # Zipf: a few common words, many rare ones
+    documents = [list(rng.choice(words, rng.integers(1, 30), p=weights / weights.sum())) for _ in range(900)]
+    lexicon = Lexicon(tuple(Postings.build(part, 1.5, 0.75) for part in (documents[:500], documents[500:800], documents[800:])))
+    read, add_scores = [], Postings.add_scores     # the words whose postings a search reads whole
+    monkeypatch.setattr(Postings, "add_scores", lambda part, scores, word_id, idf, average: (
+        read.append(part.vocabulary.strings()[word_id]), add_scores(part, scores, word_id, idf, average)))
+    for query in (["w0", "w1", "w120", "w250", "w0"], ["w3", "w200", "nosuchword"], ["nosuchword"], ["w0"], ["w0", "w250"]):
+        every, distances = lexicon.distances(query), lexicon.query(query)
+        rows = rng.choice(900, 50)
+        assert distances.at(rows).tobytes() == every[rows].tobytes()
+        for bound in (-0.1, 0.0, 0.3, 0.6, 0.9, 0.99, 1.0):
+            read.clear()
+            found = distances.within(bound)
+            if found is None:
+                assert bound >= 1
+                continue
+            assert np.isin(np.flatnonzero(every <= bound), found).all() and (np.diff(found) > 0).all(), (query, bound)
+            assert (every[found] <= bound + 1e-3).all(), (query, bound)
+            if query == ["w0", "w250"] and bound == 0.6:
+                assert read and "w0" not in read    # w0 alone cannot reach 40 % of the ceiling: looked up for w250's tickets
 
 
 def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():

@@ -11,6 +11,7 @@ summed in query-word order.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -22,6 +23,7 @@ from ticketsim.text.sorted_strings import SortedStrings
 
 ARRAYS = ("indptr", "docs", "tf", "lengths")
 WORDS_CACHED = 1 << 14    # a lexicon's word lookups kept
+SEARCHED_BELOW = 16       # rows looked up one by one in a word's postings below 1/16 of them (a lookup: log2 steps)
 
 
 def lucene_idf(df: int, n: int) -> float:
@@ -71,9 +73,14 @@ class Postings:
         """Add one word's BM25 terms (its idf and the tickets' mean length those of the whole lexicon) to `scores`, one
         per ticket of these postings."""
         start, end = int(self.indptr[word_id]), int(self.indptr[word_id + 1])
-        docs, tf = self.docs[start:end], self.tf[start:end]
-        tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.lengths[docs] / average) + tf)
-        scores[docs] += (idf * tfc).astype(np.float32)     # a word's postings name each ticket once: no np.add.at
+        # a word's postings name each ticket once: no np.add.at
+        scores[self.docs[start:end]] += self.term_scores(slice(start, end), idf, average)
+
+    def term_scores(self, postings: slice | np.ndarray, idf: np.float32, average: float) -> np.ndarray:
+        """float32 BM25 terms of these postings (positions in docs and tf)."""
+        tf = self.tf[postings]
+        tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.lengths[self.docs[postings]] / average) + tf)
+        return (idf * tfc).astype(np.float32)
 
     @classmethod
     def build(cls, documents: Sequence[Sequence[str]], k1: float, b: float) -> Postings:
@@ -201,6 +208,91 @@ class Lexicon:
         """(tickets,) d_L of a query's words: 1 - BM25 / the query's ceiling (channels.lexical); counts as bm25's."""
         counts = self.counts(words) if counts is None else counts
         return distances(self.bm25(words, counts)[None], np.array([self.ceiling(words, counts)]))[0]
+
+    def query(self, words: Sequence[str], counts: Counts | None = None) -> QueryDistances:
+        """A query's d_L read by row or by bound (QueryDistances), each value that of `distances`; counts as bm25's."""
+        counts = self.counts(words) if counts is None else counts
+        return QueryDistances(self, tuple(words), counts, self.ceiling(words, counts))
+
+
+@dataclass(frozen=True)
+class QueryDistances:
+    """One query's d_L over a lexicon's tickets without scoring every ticket: by row (`at`, each word's postings probed
+    for the rows) or by bound (`within`, MaxScore: only the postings of the words a ticket must hold to reach the bound
+    are read). Each value is bit for bit that of Lexicon.distances: the same float32 terms, added in the same order."""
+
+    lexicon: Lexicon
+    words: tuple[str, ...]
+    counts: Counts
+    ceiling: float
+
+    def terms(self, word: str, rows: np.ndarray) -> np.ndarray:
+        """(len(rows),) float32: the word's BM25 term of each of these rows (sorted, distinct; 0 where a row lacks it)."""
+        out = np.zeros(len(rows), np.float32)
+        idf = np.float32(self.counts.idf(word))
+        for part, offset, word_id in self.lexicon.found(word):
+            low, high = np.searchsorted(rows, (offset, offset + part.tickets))
+            start, end = int(part.indptr[word_id]), int(part.indptr[word_id + 1])
+            if low == high:
+                continue
+            local, docs = rows[low:high] - offset, part.docs[start:end]
+            if len(local) * SEARCHED_BELOW < len(docs):     # few rows: look each up in the word's postings
+                at = np.minimum(np.searchsorted(docs, local), len(docs) - 1)
+                held = docs[at] == local
+                out[low:high][held] = part.term_scores(start + at[held], idf, self.counts.average_length)
+            else:   # many: every posting's term laid out by row, the rows' read
+                laid = np.zeros(part.tickets, np.float32)
+                laid[docs] = part.term_scores(slice(start, end), idf, self.counts.average_length)
+                out[low:high] = laid[local]
+        return out
+
+    def bm25(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows),) float32: BM25 of the query against these rows (sorted, distinct)."""
+        scores = np.zeros(len(rows), np.float32)
+        for word in self.words:
+            if self.lexicon.found(word):
+                scores += self.terms(word, rows)    # + 0 where a row lacks the word: the sum of every ticket's pass
+        return scores
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """d_L of these rows (any order, repeats allowed)."""
+        distinct, back = np.unique(rows, return_inverse=True)
+        return distances(self.bm25(distinct)[None], np.array([self.ceiling]))[0][back]
+
+    def within(self, bound: float) -> np.ndarray | None:
+        """The rows (ascending) whose d_L may be at most `bound`, a few more at most; None: possibly every ticket.
+
+        MaxScore: a ticket's BM25 is below the sum of its query words' idf (each term idf * tf / (tf + K), K > 0), so the
+        commonest words whose idf sums (`spared`) below BM25's floor for the bound cannot lift a ticket to it alone.
+        The other words' postings are read whole; the spared words then add their terms to the tickets still in reach,
+        the rarest first, each time dropping those that the words left cannot lift to the floor (1e-4 spare for
+        float32's sums)."""
+        if self.ceiling <= 0 or bound >= 1:     # no word of the query is known (every d_L is 1), or any d_L will do
+            return None if bound >= 1 else np.zeros(0, np.int64)
+        floor = self.ceiling * (1 - bound) * (1 - 1e-4)     # d_L <= bound <=> BM25 >= ceiling (1 - bound)
+        said = Counter(word for word in self.words if self.counts.idf(word) > 0)
+        spared, essential, rarest_first = 0.0, [], []
+        for word in sorted(said, key=lambda word: (said[word] * self.counts.idf(word), word)):
+            weight = said[word] * self.counts.idf(word)
+            if spared + weight < floor:
+                spared += weight
+                rarest_first.insert(0, word)
+            else:
+                essential.append(word)
+        partial = np.zeros(self.lexicon.tickets, np.float32)
+        for word in essential:
+            idf = np.float32(self.counts.idf(word))
+            for part, offset, word_id in self.lexicon.found(word):
+                for _ in range(said[word]):
+                    part.add_scores(partial[offset:offset + part.tickets], word_id, idf, self.counts.average_length)
+        rows = np.flatnonzero(partial >= floor - spared)
+        partial = partial[rows]
+        for word in rarest_first:
+            spared -= said[word] * self.counts.idf(word)
+            partial += said[word] * self.terms(word, rows)
+            kept = partial >= floor - max(spared, 0.0)
+            rows, partial = rows[kept], partial[kept]
+        return rows
 
 
 @dataclass(frozen=True)

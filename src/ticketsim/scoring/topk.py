@@ -3,12 +3,14 @@ by FusedScore.flat_total = ||Q - D||_1 + W_L d_L (the constant W_R orders nothin
 approximate over a large index's graph.
 
 A threshold algorithm (after Fagin's TA) reads the dense distances in sorted order from the index's vectors and the lexical ones
-by random access: BM25 scores every ticket of the pool at once, so each ticket's d_L is known before the scan. Take the
-m tickets nearest under the dense distance (m > k), score them exactly, and let T be the k-th best total among them.
-Every other ticket t has a dense distance of at least the m-th one, so its total is at least its own bound,
-(m-th dense distance) + W_L d_L(t). The tickets whose bound does not exceed T are scored exactly as well (usually none
-or a handful: they share the query's rarest words); every other ticket's total is above T, so it cannot enter the top k,
-not even by a tie. The top k of the two sets is therefore exact, after one scan. Many rows to rescore are first
+by random access (`Lexical`: BM25 of the rows asked for, channels/bm25.py's QueryDistances). Take the m tickets nearest
+under the dense distance (m > k), score them exactly, and let T be the k-th best total among them. Every other ticket t
+has a dense distance of at least the m-th one, so its total is at least its own bound, (m-th dense distance) + W_L
+d_L(t). The tickets whose bound does not exceed T are scored exactly as well (usually none or a handful: they share the
+query's rarest words); every other ticket's total is above T, so it cannot enter the top k, not even by a tie. The top
+k of the two sets is therefore exact, after one scan. Those tickets have d_L <= (T - m-th distance) / W_L, a BM25 floor,
+which only tickets holding the query's rarer words can reach: BM25 reads those words' postings alone (MaxScore's
+pruning), not every ticket's score. Many rows to rescore are first
 scored by FAISS in float32, and only those that may reach the top k again in float64 (`prescored`). Only if rescoring them would cost more
 than another scan (more than an eighth of the tickets), or, without L, if the k-th total ties the m-th distance, does m
 double: a deeper dense list raises the bounds.
@@ -23,6 +25,7 @@ true one and a ticket the walk misses is missed: the top k is approximate, the t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import faiss
@@ -48,6 +51,27 @@ class Nearest(Protocol):
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
+class Lexical(Protocol):
+    """One query's d_L of the index's tickets, read by row or by bound."""
+
+    def at(self, rows: np.ndarray) -> np.ndarray: ...     # d_L of these rows
+
+    def within(self, bound: float) -> np.ndarray | None: ...    # the rows whose d_L may be <= bound (more allowed); None: all
+
+
+@dataclass(frozen=True)
+class Given:
+    """Every ticket's d_L, an array computed already."""
+
+    distances: np.ndarray
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        return self.distances[rows]
+
+    def within(self, bound: float) -> np.ndarray:
+        return np.flatnonzero(self.distances <= bound)
+
+
 Ties = Callable[[np.ndarray], np.ndarray]     # rows -> their ticket ids, which order equal totals
 
 
@@ -71,15 +95,17 @@ def prescored(approximate: np.ndarray, k: int) -> np.ndarray:
 
 
 def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScore,
-          lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+          lexical: Lexical | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, flat totals) of the k tickets with the smallest flat_total, best first; equal totals in the order of their
-    `ids`. query: (d,) float64, flat; lexical: every ticket's d_L (None where the score weighs no L)."""
+    `ids`. query: (d,) float64, flat; lexical: the tickets' d_L (an array: every ticket's; None where the score weighs
+    no L)."""
     n = index.ntotal
     k = min(k, n)
     query32 = query.astype(np.float32)[None]
+    lexical = Given(lexical) if isinstance(lexical, np.ndarray) else lexical
 
     def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        vectors, lexicals = index.take(rows), None if lexical is None else lexical[rows]
+        vectors, lexicals = index.take(rows), None if lexical is None else lexical.at(rows)
         if len(rows) >= max(PRESCORED_FROM, 4 * k):     # FAISS's float32 totals first; float64 for those that may reach the top k
             near = prescored(score.flat_total(faiss.pairwise_distances(query32, np.ascontiguousarray(vectors, np.float32),
                                                                        faiss.METRIC_L1)[0], lexicals), k)
@@ -97,21 +123,22 @@ def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScor
             if totals[-1] < nearest_unseen:     # strictly: a tie at the boundary could hide a ticket of lower id
                 return rows, totals
         else:
-            bound = score.flat_total(nearest_unseen, lexical)
-            bound[dense_rows[0]] = np.inf
-            unseen = np.flatnonzero(bound <= totals[-1])
-            if len(unseen) * RESCORE_COST <= n:
-                return rescored(np.concatenate([rows, unseen]))
+            unseen = lexical.within((totals[-1] - nearest_unseen) / score.lexical_weight)
+            if unseen is not None:
+                unseen = np.setdiff1d(unseen, dense_rows[0], assume_unique=True)
+                unseen = unseen[score.flat_total(nearest_unseen, lexical.at(unseen)) <= totals[-1]]
+                if len(unseen) * RESCORE_COST <= n:
+                    return rescored(np.concatenate([rows, unseen]))
         m = min(2 * m, n)
 
 
 def top_k_within(index: Nearest, rows: np.ndarray, query: np.ndarray, k: int, ids: Ties, score: FusedScore,
-                 lexical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 lexical: Lexical | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, totals) of the k best of `rows` only (a filter's tickets), as top_k orders them: every one of them scored
     exactly, so the top k under a filter is exact even where the index keeps a graph (whose walk would be cut to the
     filter's tickets after it, and miss those it does not reach)."""
     totals = np.zeros(len(rows))
     for start in range(0, len(rows), 65536):    # in blocks: a broad filter over a large index is not one copy of it
         block = rows[start:start + 65536]
-        totals[start:start + len(block)] = score.flat_totals(index.take(block), query, None if lexical is None else lexical[block])
+        totals[start:start + len(block)] = score.flat_totals(index.take(block), query, None if lexical is None else lexical.at(block))
     return best_of(rows, totals, min(k, len(rows)), ids)

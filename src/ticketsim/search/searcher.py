@@ -148,7 +148,7 @@ class Searcher:
         query_topics = standardized(self.queries.topics.activity(words), *index.topic_scale)
         answers = []
         for i, query_id in enumerate(queries["query_id"]):
-            lexical = index.postings.distances(words[i]) if score.lexical_weight else None
+            lexical = index.postings.query(words[i]) if score.lexical_weight else None
             rows, totals = top_k(index.vectors, flat[i], k, index.ids_at, score, lexical) if within is None \
                 else top_k_within(index.vectors, within, flat[i], k, index.ids_at, score, lexical)
             scores = score.flat_similarity(totals)

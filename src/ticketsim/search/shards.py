@@ -46,7 +46,7 @@ class Shard:
     def top_k(self, flat: np.ndarray, words: Sequence[str], k: int, counts: Counts | None) -> tuple[np.ndarray, np.ndarray]:
         """(ticket ids, flat totals) of this shard's k best for one query, BM25 by the whole's `counts`."""
         index = self.index
-        lexical = index.postings.distances(words, counts) if index.score.lexical_weight else None
+        lexical = index.postings.query(words, counts) if index.score.lexical_weight else None
         rows, totals = top_k(index.vectors, flat, k, index.ids_at, index.score, lexical)
         return index.ids_at(rows), totals
 
