@@ -74,8 +74,9 @@ def test_postings_joined_without_some_rows_are_those_built_from_the_rows_kept():
 
 def test_a_querys_distances_by_row_and_by_bound_are_those_of_every_ticket_bit_for_bit(monkeypatch):
     """QueryDistances reads BM25 of some rows (`at`) or of the tickets that may reach a bound (`within`, MaxScore) over
-    three segments: each value bit for bit the whole array's, and `within` holds every ticket at or below its bound and
-    none far above it, without reading the postings of the common words for every ticket."""
+    three segments: each value bit for bit the whole array's, and a first `within` holds every ticket at or below its
+    bound and none far above it, without reading the postings of the common words for every ticket; a second bound (the
+    search went deeper) is answered from every ticket's d_L, computed once."""
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(300)]
     weights = 1 / np.arange(1, 301) ** 1.1      # Zipf: a few common words, many rare ones
@@ -85,12 +86,11 @@ def test_a_querys_distances_by_row_and_by_bound_are_those_of_every_ticket_bit_fo
     monkeypatch.setattr(Postings, "add_scores", lambda part, scores, word_id, idf, average: (
         read.append(part.vocabulary.strings()[word_id]), add_scores(part, scores, word_id, idf, average)))
     for query in (["w0", "w1", "w120", "w250", "w0"], ["w3", "w200", "nosuchword"], ["nosuchword"], ["w0"], ["w0", "w250"]):
-        every, distances = lexicon.distances(query), lexicon.query(query)
-        rows = rng.choice(900, 50)
-        assert distances.at(rows).tobytes() == every[rows].tobytes()
+        every, rows = lexicon.distances(query), rng.choice(900, 50)
+        assert lexicon.query(query).at(rows).tobytes() == every[rows].tobytes()
         for bound in (-0.1, 0.0, 0.3, 0.6, 0.9, 0.99, 1.0):
             read.clear()
-            found = distances.within(bound)
+            found = lexicon.query(query).within(bound)
             if found is None:
                 assert bound >= 1
                 continue
@@ -98,6 +98,11 @@ def test_a_querys_distances_by_row_and_by_bound_are_those_of_every_ticket_bit_fo
             assert (every[found] <= bound + 1e-3).all(), (query, bound)
             if query == ["w0", "w250"] and bound == 0.6:
                 assert read and "w0" not in read    # w0 alone cannot reach 40 % of the ceiling: looked up for w250's tickets
+        deeper = lexicon.query(query)
+        if deeper.ceiling > 0:
+            deeper.within(0.5)
+            assert np.array_equal(deeper.within(0.7), np.flatnonzero(every <= 0.7)), query
+            assert deeper.scored is not None and deeper.at(rows).tobytes() == every[rows].tobytes()
 
 
 def test_pair_channels_add_their_weighted_distance_outside_the_level_sum():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -215,16 +215,25 @@ class Lexicon:
         return QueryDistances(self, tuple(words), counts, self.ceiling(words, counts))
 
 
-@dataclass(frozen=True)
+@dataclass
 class QueryDistances:
     """One query's d_L over a lexicon's tickets without scoring every ticket: by row (`at`, each word's postings probed
     for the rows) or by bound (`within`, MaxScore: only the postings of the words a ticket must hold to reach the bound
-    are read). Each value is bit for bit that of Lexicon.distances: the same float32 terms, added in the same order."""
+    are read). Each value is bit for bit that of Lexicon.distances: the same float32 terms, added in the same order.
+    Where pruning would read about as much as scoring every ticket (many rows at once, or a second bound: the search
+    went deeper because the first was loose), every ticket's d_L is computed once (`every`) and read from then on."""
 
     lexicon: Lexicon
     words: tuple[str, ...]
     counts: Counts
     ceiling: float
+    bounds: int = 0     # within's calls so far
+    scored: np.ndarray | None = field(default=None, repr=False)    # every ticket's d_L, once computed
+
+    def every(self) -> np.ndarray:
+        if self.scored is None:
+            self.scored = self.lexicon.distances(self.words, self.counts)
+        return self.scored
 
     def terms(self, word: str, rows: np.ndarray) -> np.ndarray:
         """(len(rows),) float32: the word's BM25 term of each of these rows (sorted, distinct; 0 where a row lacks it)."""
@@ -256,6 +265,8 @@ class QueryDistances:
 
     def at(self, rows: np.ndarray) -> np.ndarray:
         """d_L of these rows (any order, repeats allowed)."""
+        if self.scored is not None or len(rows) * SEARCHED_BELOW > self.lexicon.tickets:
+            return self.every()[rows]
         distinct, back = np.unique(rows, return_inverse=True)
         return distances(self.bm25(distinct)[None], np.array([self.ceiling]))[0][back]
 
@@ -269,6 +280,9 @@ class QueryDistances:
         float32's sums)."""
         if self.ceiling <= 0 or bound >= 1:     # no word of the query is known (every d_L is 1), or any d_L will do
             return None if bound >= 1 else np.zeros(0, np.int64)
+        self.bounds += 1
+        if self.bounds > 1:
+            return np.flatnonzero(self.every() <= bound)
         floor = self.ceiling * (1 - bound) * (1 - 1e-4)     # d_L <= bound <=> BM25 >= ceiling (1 - bound)
         said = Counter(word for word in self.words if self.counts.idf(word) > 0)
         spared, essential, rarest_first = 0.0, [], []

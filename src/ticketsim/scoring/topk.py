@@ -104,8 +104,9 @@ def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScor
     query32 = query.astype(np.float32)[None]
     lexical = Given(lexical) if isinstance(lexical, np.ndarray) else lexical
 
-    def rescored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        vectors, lexicals = index.take(rows), None if lexical is None else lexical.at(rows)
+    def rescored(rows: np.ndarray, lexicals: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        vectors = index.take(rows)
+        lexicals = lexical.at(rows) if lexicals is None and lexical is not None else lexicals
         if len(rows) >= max(PRESCORED_FROM, 4 * k):     # FAISS's float32 totals first; float64 for those that may reach the top k
             near = prescored(score.flat_total(faiss.pairwise_distances(query32, np.ascontiguousarray(vectors, np.float32),
                                                                        faiss.METRIC_L1)[0], lexicals), k)
@@ -126,9 +127,10 @@ def top_k(index: Nearest, query: np.ndarray, k: int, ids: Ties, score: FusedScor
             unseen = lexical.within((totals[-1] - nearest_unseen) / score.lexical_weight)
             if unseen is not None:
                 unseen = np.setdiff1d(unseen, dense_rows[0], assume_unique=True)
-                unseen = unseen[score.flat_total(nearest_unseen, lexical.at(unseen)) <= totals[-1]]
-                if len(unseen) * RESCORE_COST <= n:
-                    return rescored(np.concatenate([rows, unseen]))
+                lexicals = lexical.at(unseen)
+                kept = score.flat_total(nearest_unseen, lexicals) <= totals[-1]
+                if kept.sum() * RESCORE_COST <= n:     # the unseen rows' d_L read once, not again for their rescoring
+                    return rescored(np.concatenate([rows, unseen[kept]]), np.concatenate([lexical.at(rows), lexicals[kept]]))
         m = min(2 * m, n)
 
 
