@@ -24,6 +24,7 @@ from ticketsim.text.sorted_strings import SortedStrings
 ARRAYS = ("indptr", "docs", "tf", "lengths")
 WORDS_CACHED = 1 << 14    # a lexicon's word lookups kept
 SEARCHED_BELOW = 16       # rows looked up one by one in a word's postings below 1/16 of them (a lookup: log2 steps)
+PRUNED_BELOW = 0.5     # the share of a query's postings, read whole, below which MaxScore's pruning pays
 
 
 def lucene_idf(df: int, n: int) -> float:
@@ -220,8 +221,9 @@ class QueryDistances:
     """One query's d_L over a lexicon's tickets without scoring every ticket: by row (`at`, each word's postings probed
     for the rows) or by bound (`within`, MaxScore: only the postings of the words a ticket must hold to reach the bound
     are read). Each value is bit for bit that of Lexicon.distances: the same float32 terms, added in the same order.
-    Where pruning would read about as much as scoring every ticket (many rows at once, or a second bound: the search
-    went deeper because the first was loose), every ticket's d_L is computed once (`every`) and read from then on."""
+    Where pruning would read about as much as scoring every ticket (the words to read whole hold most of the query's
+    postings, many rows are asked for at once, or a second bound: the search went deeper because the first was loose),
+    every ticket's d_L is computed once (`every`) and read from then on."""
 
     lexicon: Lexicon
     words: tuple[str, ...]
@@ -293,6 +295,9 @@ class QueryDistances:
                 rarest_first.insert(0, word)
             else:
                 essential.append(word)
+        postings = {word: said[word] * self.counts.df[word] for word in said}    # what each word's reading costs
+        if sum(postings[word] for word in essential) > PRUNED_BELOW * sum(postings.values()):
+            return np.flatnonzero(self.every() <= bound)    # pruning would save little and leave many tickets to refine
         partial = np.zeros(self.lexicon.tickets, np.float32)
         for word in essential:
             idf = np.float32(self.counts.idf(word))
