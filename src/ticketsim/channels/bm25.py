@@ -283,7 +283,7 @@ class QueryDistances:
         if self.ceiling <= 0 or bound >= 1:     # no word of the query is known (every d_L is 1), or any d_L will do
             return None if bound >= 1 else np.zeros(0, np.int64)
         self.bounds += 1
-        if self.bounds > 1:
+        if self.bounds > 1 or self.scored is not None:  # a deeper search, or every ticket's d_L read already (by `at`)
             return np.flatnonzero(self.every() <= bound)
         floor = self.ceiling * (1 - bound) * (1 - 1e-4)     # d_L <= bound <=> BM25 >= ceiling (1 - bound)
         said = Counter(word for word in self.words if self.counts.idf(word) > 0)
